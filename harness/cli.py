@@ -1,0 +1,218 @@
+"""The ``harness`` command: parses arguments, delegates to the library, picks exit codes.
+
+Exit codes: 0 success · 1 a gate failed · 2 bad input · 3 the run failed ·
+130 interrupted. Only this module prints or exits.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.text import Text
+
+from harness.errors import HarnessError, InputError, RunError, ScenarioError
+from harness.run import Experiment, Progress, RunListener
+from harness.scenario import load_scenario
+
+EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+app = typer.Typer(
+    help="Load-test and chaos-experiment harness for resilience patterns.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file", show_default=False)]
+
+
+def _fail_input(exc: InputError) -> typer.Exit:
+    if isinstance(exc, ScenarioError):
+        for problem in exc.problems:
+            err.print(f"[red]error[/red] {escape(str(problem))}", highlight=False, soft_wrap=True)
+        err.print(f"{len(exc.problems)} problem(s) found.", highlight=False)
+    else:
+        err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_INPUT)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@app.command()
+def validate(scenario: ScenarioArg) -> None:
+    """Check a scenario file and report every problem (file:line:column: field: message)."""
+    try:
+        loaded = load_scenario(scenario)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    s = loaded.scenario
+    console.print(
+        f"{scenario}: ok — {len(s.traffic)} endpoint(s), {len(s.pg.phases)} phase(s), "
+        f"builds: {', '.join(s.builds)}; {s.warmup:g} s warmup + {s.duration:g} s per build",
+        highlight=False,
+    )
+
+
+class _ProgressView:
+    """One live line per build; plain lines every 10 s when not on a terminal (CI logs)."""
+
+    def __init__(self) -> None:
+        self.live: Live | None = None
+        self.last_print = 0.0
+
+    def started(self, name: str) -> None:
+        console.print(f"[bold]build {name}[/bold]: starting gateway, target and load generator")
+        if console.is_terminal:
+            self.live = Live(Text(""), console=console, refresh_per_second=4, transient=False)
+            self.live.start()
+
+    def progress(self, p: Progress) -> None:
+        rates = "  ".join(
+            f"{ep} {p.achieved_rps[ep]:.1f}/{p.offered_rps[ep]:g} rps" for ep in p.offered_rps
+        )
+        busy = "-" if p.busy_workers is None else f"{p.busy_workers:.0f}"
+        pool = "-" if p.max_workers is None else f"{p.max_workers:.0f}"
+        line = (
+            f"[{p.build}] {min(p.elapsed_s, p.total_s):5.0f}/{p.total_s:.0f}s  {rates}  "
+            f"busy {busy}/{pool}  breaker {p.breaker_state or '-'}"
+        )
+        if self.live is not None:
+            self.live.update(Text(line))
+        elif time.monotonic() - self.last_print >= 10:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+            self.last_print = time.monotonic()
+
+    def finished(self, name: str, status: str) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        console.print(f"[bold]build {name}[/bold]: {status}")
+
+
+def _report(run_dir: Path) -> None:
+    from harness.report import make_report, terminal_table
+
+    report = make_report(run_dir)
+    if report["builds"]:
+        console.print(terminal_table(report))
+    console.print(f"results: {run_dir}  (report.json, report.md)", highlight=False)
+
+
+@app.command()
+def run(
+    scenario: ScenarioArg,
+    results: Annotated[Path, typer.Option(help="where run folders are written")] = Path("results"),
+    build: Annotated[
+        list[str] | None, typer.Option("--build", "-b", help="run only these builds (repeatable)")
+    ] = None,
+) -> None:
+    """Run every build of a scenario under the same load and faults, then report."""
+    try:
+        loaded = load_scenario(scenario)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    unknown = sorted(set(build or []) - set(loaded.scenario.builds))
+    if unknown:
+        raise _fail_input(
+            InputError(
+                f"unknown build(s) {unknown}; the scenario has {list(loaded.scenario.builds)}"
+            )
+        )
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    view = _ProgressView()
+    listener = RunListener(
+        build_started=view.started, progress=view.progress, build_finished=view.finished
+    )
+    experiment = Experiment(loaded, results, listener, build or None)
+    code = EXIT_OK
+    try:
+        experiment.run()
+    except KeyboardInterrupt:
+        err.print("interrupted: every process was stopped; partial results kept.")
+        code = EXIT_INTERRUPTED
+    except RunError as exc:
+        err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        code = EXIT_RUN
+    finally:
+        if view.live is not None:
+            view.live.stop()
+    try:
+        _report(experiment.run_dir)
+    except HarnessError as exc:
+        err.print(f"no report: {exc}", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def report(
+    run_dir: Annotated[
+        Path, typer.Argument(help="a run folder under results/", show_default=False)
+    ],
+) -> None:
+    """Re-render report.json and report.md of a finished run and print its table."""
+    try:
+        _report(run_dir)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def pg(
+    scenario: Annotated[Path, typer.Option(help="serve this scenario's fault schedule")],
+    host: Annotated[str, typer.Option(help="loopback address to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port (0 = any free port)")] = 8089,
+) -> None:
+    """Run the fault-injecting payment gateway alone, so your own service can call it."""
+    from harness.pg import Gateway, serve
+
+    if not _loopback(host):
+        raise _fail_input(InputError(f"--host {host}: the gateway only binds loopback addresses"))
+    try:
+        loaded = load_scenario(scenario)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    try:
+        sock = socket.create_server((host, port), backlog=4096)
+    except OSError as exc:
+        err.print(f"cannot bind {host}:{port}: {exc.strerror}")
+        raise typer.Exit(EXIT_RUN) from None
+    bound = sock.getsockname()[1]
+    console.print(
+        f"payment gateway on http://{host}:{bound}  (POST /v1/payments/approve, GET /metrics); "
+        f"schedule clock starts now; Ctrl-C stops",
+        highlight=False,
+    )
+    gateway = Gateway(loaded.scenario.pg.phases, loaded.scenario.seed, t0=time.time())
+    serve(gateway, sock)
+
+
+def main() -> None:  # pragma: no cover - console entry point alias
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

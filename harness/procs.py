@@ -1,0 +1,150 @@
+"""Processes the run starts: loopback listeners, start, health waits, and a guaranteed stop.
+
+Each child gets its own session (process group) so a Ctrl-C at the terminal
+reaches only the orchestrator, which then stops the children in order and
+keeps what they measured. Every child carries ``HARNESS_RUN_ID`` in its
+environment so a leak can be found afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+from harness.errors import ProcessDied, RunError
+
+LOOPBACK = "127.0.0.1"
+
+
+def listener(backlog: int = 4096) -> socket.socket:
+    """A socket bound and listening on a free loopback port, ready to hand to a child."""
+    sock = socket.create_server((LOOPBACK, 0), backlog=backlog)
+    sock.set_inheritable(True)
+    return sock
+
+
+def port_of(sock: socket.socket) -> int:
+    return int(sock.getsockname()[1])
+
+
+@dataclass
+class Child:
+    """One started process and where its output goes."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+
+class ProcessGroup:
+    """Starts children and stops every one of them on exit, whatever happened."""
+
+    def __init__(self, run_id: str, log_dir: Path) -> None:
+        self.run_id = run_id
+        self.log_dir = log_dir
+        self.children: list[Child] = []
+
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        pass_fds: tuple[int, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> Child:
+        log_path = self.log_dir / f"{name}.log"
+        child_env = {**os.environ, **(env or {}), "HARNESS_RUN_ID": self.run_id}
+        with open(log_path, "wb") as log:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=pass_fds,
+                env=child_env,
+                start_new_session=True,
+            )
+        child = Child(name, popen, log_path)
+        self.children.append(child)
+        return child
+
+    def check_alive(self, *names: str) -> None:
+        """Raise ``ProcessDied`` if a named child (or any, with no names) has exited."""
+        for child in self.children:
+            if names and child.name not in names:
+                continue
+            code = child.popen.poll()
+            if code is not None:
+                raise ProcessDied(
+                    f"{child.name} exited with code {code}; last lines of {child.log_path}:\n"
+                    f"{child.log_tail()}"
+                )
+
+    def pids(self) -> dict[str, int]:
+        return {c.name: c.popen.pid for c in self.children}
+
+    def stop_all(self, grace_s: float = 5.0) -> None:
+        """SIGTERM every child's process group, then SIGKILL what is left after ``grace_s``."""
+        for child in reversed(self.children):
+            _signal_group(child.popen, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for child in reversed(self.children):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        for child in self.children:
+            # Kill the whole group: gunicorn's worker or Locust's greenlets must not outlive us.
+            _signal_group(child.popen, signal.SIGKILL)
+            try:
+                child.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a zombie we cannot reap
+                print(
+                    f"harness: {child.name} (pid {child.popen.pid}) did not stop", file=sys.stderr
+                )
+
+    def __enter__(self) -> ProcessGroup:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop_all()
+
+
+def _signal_group(popen: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(popen.pid, sig)
+
+
+def wait_http(url: str, group: ProcessGroup, name: str, timeout_s: float = 60.0) -> None:
+    """Poll ``url`` until it answers 200, failing fast if the process behind it dies."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        group.check_alive(name)
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError as exc:
+            last = type(exc).__name__
+        time.sleep(0.1)
+    raise RunError(f"{name} did not become healthy at {url} within {timeout_s:g}s ({last})")

@@ -1,0 +1,137 @@
+"""Render a run's figures: ``report.json`` for machines; ``report.md`` and a table for people.
+
+The headline table is shaped like seed 000's result 3: for each endpoint that
+does not call the gateway (the ones a breaker is meant to protect), p95, p99
+and max per build with the % change against the baseline build.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from harness.analysis import analyse, change_pct
+from harness.results import load, write_json_atomic, write_text_atomic
+from harness.scenario import load_scenario
+
+
+def make_report(run_dir: str | Path) -> dict[str, Any]:
+    """Analyse a run folder and write ``report.json`` and ``report.md`` into it."""
+    path = Path(run_dir)
+    run = load(path)
+    scenario = load_scenario(path / "scenario.yaml").scenario
+    report = analyse(run, scenario)
+    write_json_atomic(path / "report.json", report)
+    write_text_atomic(path / "report.md", markdown(report))
+    return report
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if unit == "s":
+        return f"{value * 1000:.0f} ms" if abs(value) < 1 else f"{value:.2f} s"
+    if unit == "%":
+        return f"{value:.1f}%"
+    if float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def headline_rows(report: dict[str, Any]) -> list[list[str]]:
+    """Rows of the before/after table: protected endpoints' latency, then workers, breaker, PG."""
+    builds = list(report["builds"])
+    base = report.get("baseline")
+    rows: list[list[str]] = []
+
+    def row(label: str, getter: Any, unit: str = "") -> None:
+        values = [getter(report["builds"][b]) for b in builds]
+        cells = [label] + [_fmt(v, unit) for v in values]
+        if base is not None and len(builds) > 1:
+            b0 = getter(report["builds"][base])
+            cells += [
+                _pct(change_pct(b0, v)) for b, v in zip(builds, values, strict=True) if b != base
+            ]
+        rows.append(cells)
+
+    protected = [n for n, e in report["endpoints"].items() if not e["calls_gateway"]]
+    others = [n for n in report["endpoints"] if n not in protected]
+    for ep in protected + others:
+        for q in ("p95", "p99", "max"):
+            row(f"{ep} {q}", lambda b, ep=ep, q=q: b["endpoints"][ep]["latency_s"][q], "s")
+        row(f"{ep} success", lambda b, ep=ep: b["endpoints"][ep]["success_pct"], "%")
+        row(f"{ep} achieved rps", lambda b, ep=ep: b["endpoints"][ep]["achieved_rps"])
+    row("busy workers max (fault)", lambda b: b["workers"]["busy_max_fault"])
+    row("busy workers mean (fault)", lambda b: b["workers"]["busy_mean_fault"])
+    row("busy workers p50 (fault)", lambda b: b["workers"]["busy_p50_fault"])
+    row("max workers", lambda b: b["workers"]["max_workers"])
+    row("blocked calls", lambda b: b["breaker"]["blocked_total"])
+    row("blocked calls/s (fault)", lambda b: b["breaker"]["blocked_per_s_fault"])
+    row("PG calls received", lambda b: b["pg"]["calls"])
+    row("PG amplification", lambda b: b["pg"]["amplification"])
+    row("PG amplification (fault)", lambda b: b["pg"]["amplification_fault"])
+    return rows
+
+
+def _header(report: dict[str, Any]) -> list[str]:
+    builds = list(report["builds"])
+    base = report.get("baseline")
+    extra = [f"{b} vs {base}" for b in builds if b != base] if len(builds) > 1 else []
+    return ["figure", *builds, *extra]
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown (fits a PR comment)."""
+    lines = [
+        f"# {report['scenario']} — run {report['run_id']}",
+        "",
+        f"Status: **{report['status']}** · seed {report['seed']} · measured "
+        f"{report['duration_s']:g} s after {report['warmup_s']:g} s warmup",
+        "",
+        "Phases: "
+        + ", ".join(
+            f"{p['name']} ({p['fault']}, {p['start_s']:g}–{p['end_s']:g} s)"
+            for p in report["phases"]
+        ),
+        "",
+        "Latency is completion minus *intended* start (no coordinated omission). "
+        "Busy workers and blocked calls/s are over the fault window.",
+        "",
+    ]
+    header = _header(report)
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    for cells in headline_rows(report):
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for name, build in report["builds"].items():
+        lines += [f"## {name} ({build['profile']})", ""]
+        lines.append("| endpoint | requests | rps | success | p50 | p95 | p99 | max | errors |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        for ep, s in build["endpoints"].items():
+            lat = s["latency_s"]
+            errors = ", ".join(f"{k}: {v}" for k, v in s["errors"].items()) or "-"
+            lines.append(
+                f"| {ep} | {s['requests']} | {_fmt(s['achieved_rps'])} | "
+                f"{_fmt(s['success_pct'], '%')} | {_fmt(lat['p50'], 's')} | "
+                f"{_fmt(lat['p95'], 's')} | {_fmt(lat['p99'], 's')} | {_fmt(lat['max'], 's')} | "
+                f"{errors} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def terminal_table(report: dict[str, Any]) -> Table:
+    """The headline table for the terminal."""
+    table = Table(title=f"{report['scenario']} ({report['status']})")
+    for i, col in enumerate(_header(report)):
+        table.add_column(col, justify="left" if i == 0 else "right")
+    for cells in headline_rows(report):
+        table.add_row(*cells)
+    return table

@@ -1,0 +1,145 @@
+"""The run folder: where a run's evidence lives, written atomically and never overwritten.
+
+::
+
+    results/<scenario>/<UTC-timestamp>-<id>/
+      manifest.json            scenario copy + hash, harness version, seed, host, status
+      scenario.yaml            the scenario exactly as it was read
+      <build>/samples.parquet  one row per request
+      <build>/metrics.parquet  every scraped sample (t, source, series, labels, value)
+      <build>/*.log            output of the processes the build started
+      report.json  report.md
+
+``load(run_dir)`` gives it back as pandas frames for notebooks and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import socket
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.errors import InputError
+
+SAMPLE_DTYPES = {
+    "endpoint": "string",
+    "index": "int64",
+    "intended_start": "float64",
+    "actual_start": "float64",
+    "end": "float64",
+    "status": "int64",
+    "error": "string",
+    "outcome": "string",
+}
+
+
+def harness_version() -> str:
+    try:
+        return version("harness")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def host_info() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def new_run_dir(root: Path, scenario_name: str) -> Path:
+    """Create a fresh run folder; the random suffix means two runs never share one."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = root / scenario_name / f"{stamp}-{secrets.token_hex(3)}"
+    run_dir.mkdir(parents=True, exist_ok=False)
+    return run_dir
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write via a temporary name and rename, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def samples_from_csv(csv_path: Path) -> pd.DataFrame:
+    """Read the load generator's CSV (possibly cut short by a kill) into typed columns."""
+    if not csv_path.exists() or csv_path.stat().st_size == 0:
+        return pd.DataFrame({c: pd.Series(dtype=d) for c, d in SAMPLE_DTYPES.items()})
+    frame = pd.read_csv(
+        csv_path, on_bad_lines="skip", keep_default_na=False, na_values={"end": [""]}
+    )
+    frame = frame.dropna(subset=["intended_start"])
+    for col in ("error", "outcome"):
+        frame[col] = frame[col].fillna("")
+    return frame.astype(SAMPLE_DTYPES)
+
+
+@dataclass
+class BuildResult:
+    """One build's frames, as ``load`` returns them."""
+
+    name: str
+    samples: pd.DataFrame
+    metrics: pd.DataFrame
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    """A run folder loaded back: manifest plus each build's frames."""
+
+    path: Path
+    manifest: dict[str, Any]
+    builds: dict[str, BuildResult]
+
+
+def load(run_dir: str | Path) -> RunResult:
+    """Load a run folder written by ``harness run`` (for reports and notebooks)."""
+    path = Path(run_dir)
+    manifest_path = path / "manifest.json"
+    if not manifest_path.exists():
+        raise InputError(f"{path}: not a run folder (no manifest.json)")
+    manifest = json.loads(manifest_path.read_text())
+    builds: dict[str, BuildResult] = {}
+    for name, info in manifest.get("builds", {}).items():
+        bdir = path / name
+        samples_path = bdir / "samples.parquet"
+        metrics_path = bdir / "metrics.parquet"
+        samples = (
+            pd.read_parquet(samples_path)
+            if samples_path.exists()
+            else samples_from_csv(bdir / "samples.csv")
+        )
+        metrics = (
+            pd.read_parquet(metrics_path)
+            if metrics_path.exists()
+            else pd.DataFrame(columns=["t", "source", "series", "labels", "value"])
+        )
+        builds[name] = BuildResult(name, samples, metrics, info)
+    return RunResult(path, manifest, builds)

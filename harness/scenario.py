@@ -1,0 +1,414 @@
+"""Scenario files: YAML validated once into typed models, every problem reported at once.
+
+A scenario says what load to send (``traffic``), how the payment gateway
+misbehaves over time (``pg.phases``) and which builds of the service to run
+under both (``builds``). Keys use Resilience4j's kebab-case property names so
+a seed's ``application.yml`` block reads the same here.
+
+Time line: ``warmup`` runs first with a healthy gateway and is excluded from
+the statistics; the measured window of ``duration`` follows, and phase
+``start`` times count from its beginning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
+
+from harness.durations import Duration
+from harness.errors import Problem, ScenarioError
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _Model(BaseModel):
+    """Strict base: unknown keys are errors, keys are kebab-case in YAML."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=_kebab, populate_by_name=True)
+
+
+# ---------------------------------------------------------------- traffic
+
+
+class Endpoint(_Model):
+    """One stream of requests at a constant arrival rate (open model)."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
+    path: str = Field(pattern=r"^/")
+    rate: float = Field(gt=0, le=10_000, description="requests per second")
+    timeout: Duration = Field(10.0, gt=0, description="client gives up after this")
+    params: dict[str, tuple[int, int]] = Field(
+        default_factory=dict, description="path parameters drawn uniformly from [low, high]"
+    )
+    body: dict[str, Any] | None = None
+    idempotency_key: bool = Field(False, description="send a fresh Idempotency-Key header")
+    calls_gateway: bool = Field(
+        False, description="this endpoint calls the gateway (used for amplification)"
+    )
+
+    @model_validator(mode="after")
+    def _params_cover_path(self) -> Endpoint:
+        names = set(re.findall(r"{(\w+)}", self.path))
+        missing = names - set(self.params)
+        if missing:
+            raise ValueError(
+                f"path {self.path!r} uses {sorted(missing)} but params gives no range for it"
+            )
+        for name, (low, high) in self.params.items():
+            if low > high:
+                raise ValueError(f"params.{name}: low {low} is greater than high {high}")
+        return self
+
+
+# ---------------------------------------------------------------- faults
+
+
+class HealthyFault(_Model):
+    """The gateway answers 200 at once."""
+
+    type: Literal["healthy"]
+
+
+class TimeoutFault(_Model):
+    """The gateway hangs: never answers (until the caller gives up), or answers after ``after``."""
+
+    type: Literal["timeout"]
+    probability: float = Field(1.0, ge=0, le=1)
+    after: Duration | None = None
+
+
+class ErrorFault(_Model):
+    """The gateway answers a 5xx with some probability."""
+
+    type: Literal["error"]
+    probability: float = Field(1.0, ge=0, le=1)
+    status: int = Field(500, ge=500, le=599)
+
+
+class LatencyFault(_Model):
+    """The gateway answers 200 after a delay drawn from a distribution."""
+
+    type: Literal["latency"]
+    probability: float = Field(1.0, ge=0, le=1)
+    distribution: Literal["fixed", "uniform", "normal", "lognormal"] = "fixed"
+    delay: Duration | None = Field(None, description="fixed delay")
+    min: Duration | None = None
+    max: Duration | None = None
+    mean: Duration | None = None
+    stddev: Duration | None = None
+    median: Duration | None = None
+    sigma: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _parameters_match(self) -> LatencyFault:
+        needs = {
+            "fixed": ("delay",),
+            "uniform": ("min", "max"),
+            "normal": ("mean", "stddev"),
+            "lognormal": ("median", "sigma"),
+        }[self.distribution]
+        missing = [n for n in needs if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"distribution {self.distribution} needs {', '.join(missing)}")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("min is greater than max")
+        return self
+
+
+Fault = Annotated[
+    HealthyFault | TimeoutFault | ErrorFault | LatencyFault, Field(discriminator="type")
+]
+
+
+class Phase(_Model):
+    """A named window of the measured time line with one fault in force."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    start: Duration
+    duration: Duration = Field(gt=0)
+    fault: Fault
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+
+class Gateway(_Model):
+    """The payment gateway the harness plays: its fault schedule."""
+
+    phases: list[Phase] = Field(default_factory=list)
+
+    @field_validator("phases")
+    @classmethod
+    def _no_overlap(cls, phases: list[Phase]) -> list[Phase]:
+        ordered = sorted(phases, key=lambda p: p.start)
+        for a, b in zip(ordered, ordered[1:], strict=False):
+            if b.start < a.end:
+                raise ValueError(f"phase {b.name!r} starts before phase {a.name!r} ends")
+        names = [p.name for p in phases]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"phase names must be unique, repeated: {dupes}")
+        return ordered
+
+
+# ---------------------------------------------------------------- builds
+
+
+class PgClient(_Model):
+    """The target's HTTP client towards the gateway."""
+
+    connect_timeout: Duration = Field(1.0, gt=0)
+    read_timeout: Duration = Field(3.0, gt=0)
+
+
+class RetrySettings(_Model):
+    """Resilience4j ``resilience4j.retry.instances.<name>`` properties."""
+
+    max_attempts: int = Field(3, ge=1, le=20)
+    wait_duration: Duration = 0.5
+    enable_exponential_backoff: bool = False
+    exponential_backoff_multiplier: float = Field(2.0, ge=1)
+    exponential_max_wait_duration: Duration | None = None
+    enable_randomized_wait: bool = False
+    randomized_wait_factor: float = Field(0.5, ge=0, lt=1)
+
+
+class CircuitBreakerSettings(_Model):
+    """Resilience4j ``resilience4j.circuitbreaker.instances.<name>`` properties."""
+
+    sliding_window_type: Literal["COUNT_BASED", "TIME_BASED"] = "COUNT_BASED"
+    sliding_window_size: int = Field(100, ge=1)
+    minimum_number_of_calls: int = Field(100, ge=1)
+    failure_rate_threshold: float = Field(50.0, gt=0, le=100)
+    slow_call_rate_threshold: float = Field(100.0, gt=0, le=100)
+    slow_call_duration_threshold: Duration = Field(60.0, gt=0)
+    wait_duration_in_open_state: Duration = Field(60.0, gt=0)
+    permitted_number_of_calls_in_half_open_state: int = Field(10, ge=1)
+    automatic_transition_from_open_to_half_open_enabled: bool = False
+    max_wait_duration_in_half_open_state: Duration = 0.0
+
+
+class Resilience4j(_Model):
+    """The resilience settings of one build, as a ``resilience4j:`` block would give them."""
+
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    circuitbreaker: CircuitBreakerSettings | None = None
+
+
+Profile = Literal["retry-only", "retry-circuit-breaker"]
+
+
+class Build(_Model):
+    """One variant of the service under test."""
+
+    target: Literal["shop"] = Field("shop", description="the reference target in targets/shop")
+    profile: Profile
+    workers: int = Field(200, ge=1, le=2000, description="request threads (Tomcat max-threads)")
+    pg_client: PgClient = Field(default_factory=PgClient)
+    resilience4j: Resilience4j = Field(default_factory=Resilience4j)
+
+    @model_validator(mode="after")
+    def _profile_matches_settings(self) -> Build:
+        cb = self.resilience4j.circuitbreaker
+        if self.profile == "retry-only" and cb is not None:
+            raise ValueError(
+                "profile retry-only has no circuit breaker; remove resilience4j.circuitbreaker "
+                "or use profile retry-circuit-breaker"
+            )
+        if self.profile == "retry-circuit-breaker" and cb is None:
+            self.resilience4j.circuitbreaker = CircuitBreakerSettings()
+        return self
+
+
+class MetricsSettings(_Model):
+    """How the harness watches the processes."""
+
+    interval: Duration = Field(1.0, ge=0.1, le=60)
+
+
+# ---------------------------------------------------------------- scenario
+
+
+class Scenario(_Model):
+    """A whole experiment: load, faults and the builds to compare."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    seed: int = 0
+    warmup: Duration = Field(5.0, ge=0)
+    duration: Duration = Field(gt=0, le=24 * 3600)
+    drain: Duration | None = Field(None, ge=0, description="max wait for in-flight requests")
+    traffic: dict[str, Endpoint] = Field(min_length=1)
+    pg: Gateway = Field(default_factory=Gateway)
+    builds: dict[str, Build] = Field(min_length=1)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+
+    @field_validator("traffic", "builds")
+    @classmethod
+    def _names_are_safe(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+                raise ValueError(f"name {name!r} may only use letters, digits, '-' and '_'")
+        return value
+
+    @model_validator(mode="after")
+    def _phases_fit(self) -> Scenario:
+        for phase in self.pg.phases:
+            if phase.end > self.duration + 1e-9:
+                raise ValueError(
+                    f"phase {phase.name!r} ends at {phase.end:g}s, after the run's duration "
+                    f"{self.duration:g}s"
+                )
+        return self
+
+    @property
+    def drain_s(self) -> float:
+        """Bound on waiting for in-flight requests once the schedule ends."""
+        if self.drain is not None:
+            return self.drain
+        return max(e.timeout for e in self.traffic.values()) + 2.0
+
+    def fault_window(self) -> tuple[float, float] | None:
+        """Start and end (measured-time seconds) of the span covered by non-healthy phases."""
+        faulty = [p for p in self.pg.phases if p.fault.type != "healthy"]
+        if not faulty:
+            return None
+        return min(p.start for p in faulty), max(p.end for p in faulty)
+
+
+class LoadedScenario(BaseModel):
+    """A validated scenario together with the text it came from (for the run manifest)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    text: str
+    scenario: Scenario
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- loading
+
+
+_Path = tuple[str | int, ...]
+_KEY = "\x00key"
+"""Path suffix under which the index keeps a mapping key's own node (for unknown keys)."""
+
+
+def _index_nodes(
+    node: yaml.Node, path: _Path, index: dict[_Path, yaml.Node], problems: list[Problem], file: str
+) -> None:
+    """Map each key path to its YAML node, so errors can name a line; flag duplicate keys."""
+    index[path] = node
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key == "<<":
+                continue
+            if key in seen:
+                problems.append(
+                    Problem(
+                        file,
+                        key_node.start_mark.line + 1,
+                        key_node.start_mark.column + 1,
+                        ".".join(str(p) for p in (*path, key)),
+                        "duplicate key (YAML would silently keep only the last one)",
+                    )
+                )
+            seen.add(key)
+            index[(*path, key, _KEY)] = key_node
+            _index_nodes(value_node, (*path, key), index, problems, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _index_nodes(item, (*path, i), index, problems, file)
+
+
+def _locate(loc: tuple[str | int, ...], index: dict[_Path, yaml.Node]) -> tuple[_Path, yaml.Node]:
+    """Follow a pydantic error location through the YAML; skip union tags absent from the file."""
+    path: _Path = ()
+    for part in loc:
+        if (*path, part) in index:
+            path = (*path, part)
+    return path, index.get(path, index[()])
+
+
+def _describe(error: ErrorDetails) -> str:
+    msg = str(error["msg"])
+    if error["type"] == "extra_forbidden":
+        return "unknown key (check the spelling; see docs/scenario.md)"
+    if error["type"] == "missing":
+        return "required key is missing"
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    given = error.get("input")
+    if not isinstance(given, dict | list) and given is not None and repr(given) not in msg:
+        msg += f" (got {given!r})"
+    return msg
+
+
+def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
+    """Validate scenario YAML text; raise ``ScenarioError`` listing every problem found."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        col = mark.column + 1 if mark is not None else None
+        raise ScenarioError(
+            [Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]
+        ) from None
+    if root is None or not isinstance(data, dict):
+        raise ScenarioError([Problem(file, 1, 1, "", "expected a mapping of scenario keys")])
+
+    problems: list[Problem] = []
+    index: dict[_Path, yaml.Node] = {}
+    _index_nodes(root, (), index, problems, file)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            path, node = _locate(loc, index)
+            if error["type"] == "extra_forbidden":
+                node = index.get((*path, _KEY), node)
+            missing_key = error["type"] == "missing"
+            field = ".".join(str(p) for p in (path + loc[-1:] if missing_key else path))
+            problems.append(
+                Problem(
+                    file,
+                    node.start_mark.line + 1,
+                    node.start_mark.column + 1,
+                    field,
+                    _describe(error),
+                )
+            )
+        raise ScenarioError(problems) from None
+    if problems:
+        raise ScenarioError(problems)
+    return LoadedScenario(path=file, text=text, scenario=scenario)
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    """Read and validate a scenario file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(
+            [Problem(str(p), None, None, "", f"cannot read: {exc.strerror}")]
+        ) from None
+    return load_scenario_text(text, str(p))

@@ -1,0 +1,114 @@
+"""The shop's WSGI application: payments call the gateway, product reads never do.
+
+Both share one bounded pool of request threads, which is the point: when
+payments hold every thread waiting on a sick gateway, product reads queue.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from targets.shop.config import ShopConfig
+from targets.shop.db import Store
+from targets.shop.metrics import WorkerGauge, make_registry
+from targets.shop.payments import PaymentService
+from targets.shop.pg_client import PgClient
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+Environ = dict[str, Any]
+
+_PRODUCT = re.compile(r"^/api/products/(\d+)$")
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    402: "Payment Required",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    503: "Service Unavailable",
+}
+_STATUS_CODE = {"APPROVED": 200, "FAILED": 402, "TIMEOUT_UNKNOWN": 503}
+
+
+def _json(
+    start: StartResponse, code: int, body: object, headers: dict[str, str] | None = None
+) -> Iterable[bytes]:
+    data = json.dumps(body).encode()
+    hdrs = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+    hdrs += list((headers or {}).items())
+    start(f"{code} {_REASONS.get(code, 'Error')}", hdrs)
+    return [data]
+
+
+class ShopApp:
+    """Routes requests; counts busy workers around every one of them."""
+
+    def __init__(self, config: ShopConfig) -> None:
+        self.config = config
+        self.store = Store(config.db_path, config.products)
+        self.client = PgClient(
+            config.pg_url, config.connect_timeout_s, config.read_timeout_s, config.workers
+        )
+        self.service = PaymentService(config, self.store, self.client)
+        self.workers = WorkerGauge(config.workers)
+        self.registry: CollectorRegistry = make_registry(self.service, self.workers)
+
+    def __call__(self, environ: Environ, start: StartResponse) -> Iterable[bytes]:
+        self.workers.enter()
+        try:
+            return self._route(environ, start)
+        finally:
+            self.workers.leave()
+
+    def _route(self, environ: Environ, start: StartResponse) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO", "")
+        if path == "/api/payments":
+            if method != "POST":
+                return _json(start, 405, {"error": "use POST"})
+            return self._payment(environ, start)
+        match = _PRODUCT.match(path)
+        if match:
+            product = self.store.product(int(match.group(1)))
+            if product is None:
+                return _json(start, 404, {"error": "no such product"})
+            return _json(start, 200, product)
+        if path == "/health":
+            return _json(start, 200, {"status": "UP", "profile": self.config.profile})
+        if path == "/metrics":
+            data = generate_latest(self.registry)
+            start(
+                "200 OK",
+                [("Content-Type", CONTENT_TYPE_LATEST), ("Content-Length", str(len(data)))],
+            )
+            return [data]
+        return _json(start, 404, {"error": f"no route for {path}"})
+
+    def _payment(self, environ: Environ, start: StartResponse) -> Iterable[bytes]:
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = json.loads(environ["wsgi.input"].read(length) or b"{}")
+        except (ValueError, json.JSONDecodeError):
+            return _json(start, 400, {"error": "body must be JSON"})
+        amount = body.get("amount") if isinstance(body, dict) else None
+        if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
+            return _json(start, 400, {"error": "amount must be a positive integer"})
+        key = environ.get("HTTP_IDEMPOTENCY_KEY") or uuid.uuid4().hex
+        result = self.service.pay(key, amount)
+        return _json(
+            start,
+            _STATUS_CODE[result.status],
+            {
+                "paymentId": result.payment_id,
+                "status": result.status,
+                "reason": result.reason,
+                "attempts": result.attempts,
+            },
+            {"X-Payment-Status": result.status, "X-Outcome": result.reason or result.status},
+        )

@@ -1,0 +1,114 @@
+"""HTTP client towards the payment gateway, and the classification of its failures.
+
+The classes of failure decide everything downstream: what Retry retries
+(timeouts, connection errors, 5xx; never a 4xx, whose answer will not change)
+and what the breaker records (everything but a 4xx, which says the request was
+bad, not that the gateway is sick).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from targets.shop.breaker import CallNotPermittedError
+
+
+class PgError(Exception):
+    """Base of every failure calling the gateway."""
+
+
+class PgTimeout(PgError):
+    """Connect or read timed out: the gateway may or may not have processed the call."""
+
+
+class PgConnectionError(PgError):
+    """The connection failed or broke (refused, reset, malformed answer)."""
+
+
+class PgServerError(PgError):
+    """The gateway answered 5xx."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"gateway answered {status}")
+        self.status = status
+
+
+class PgRejected(PgError):
+    """The gateway answered 4xx: a business refusal (e.g. insufficient balance)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"gateway refused with {status}")
+        self.status = status
+        self.body = body
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Retry only what a second attempt could change; never 4xx or a breaker refusal."""
+    if isinstance(error, CallNotPermittedError):
+        return False
+    return isinstance(error, PgTimeout | PgConnectionError | PgServerError)
+
+
+def is_recorded_failure(error: BaseException) -> bool:
+    """What counts as a failure in the breaker's window: all but business 4xx."""
+    return not isinstance(error, PgRejected)
+
+
+class PgClient:
+    """One pooled httpx client shared by all request threads (httpx.Client is thread-safe)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        connect_timeout_s: float,
+        read_timeout_s: float,
+        max_connections: int,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._client = httpx.Client(
+            base_url=base_url,
+            timeout=httpx.Timeout(
+                connect=connect_timeout_s,
+                read=read_timeout_s,
+                write=read_timeout_s,
+                pool=connect_timeout_s,
+            ),
+            # As many connections as request threads: the pool must never be what waits.
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+        )
+
+    def approve(self, idempotency_key: str, amount: int, order: str) -> dict[str, Any]:
+        """Ask the gateway to approve a payment; raise a ``PgError`` subclass on failure."""
+        try:
+            response = self._client.post(
+                "/v1/payments/approve",
+                headers={"Idempotency-Key": idempotency_key},
+                json={"amount": amount, "orderNumber": order},
+            )
+        except httpx.TimeoutException as exc:
+            raise PgTimeout(type(exc).__name__) from exc
+        except httpx.TransportError as exc:
+            raise PgConnectionError(type(exc).__name__) from exc
+        if response.status_code >= 500:
+            raise PgServerError(response.status_code)
+        if response.status_code >= 400:
+            raise PgRejected(response.status_code, response.text[:500])
+        try:
+            data: dict[str, Any] = response.json()
+        except ValueError as exc:
+            raise PgConnectionError("MalformedResponse") from exc
+        return data
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> PgClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
