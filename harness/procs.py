@@ -14,7 +14,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -133,6 +135,30 @@ class ProcessGroup:
 def _signal_group(popen: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(popen.pid, sig)
+
+
+@contextlib.contextmanager
+def shielded_from_signals() -> Iterator[None]:
+    """Hold off SIGINT/SIGTERM while cleaning up, so a second Ctrl-C cannot leak a process.
+
+    A signal that arrives meanwhile is delivered (as KeyboardInterrupt) once the
+    block ends. Outside the main thread signals cannot be handled, so it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, frame: pending.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if pending:
+            raise KeyboardInterrupt
 
 
 def wait_http(url: str, group: ProcessGroup, name: str, timeout_s: float = 60.0) -> None:

@@ -23,7 +23,14 @@ import harness.load
 from harness.errors import ProcessDied, RunError
 from harness.load.plan import EndpointPlan, LoadPlan
 from harness.metrics import PRESETS, Scraper
-from harness.procs import LOOPBACK, ProcessGroup, listener, port_of, wait_http
+from harness.procs import (
+    LOOPBACK,
+    ProcessGroup,
+    listener,
+    port_of,
+    shielded_from_signals,
+    wait_http,
+)
 from harness.results import (
     harness_version,
     host_info,
@@ -204,12 +211,13 @@ class Experiment:
             info["error"] = str(exc)
             raise
         finally:
-            if scraper is not None:
-                scraper.stop()
-            group.stop_all()
-            self._save_build(bdir, scraper, info)
-            info["ended_at"] = utc_now()
-            self.save_manifest()
+            with shielded_from_signals():
+                if scraper is not None:
+                    scraper.stop()
+                group.stop_all()
+                self._save_build(bdir, scraper, info)
+                info["ended_at"] = utc_now()
+                self.save_manifest()
             self.listener.build_finished(name, info["status"])
 
     def _start_processes(

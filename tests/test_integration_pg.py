@@ -8,9 +8,13 @@ connections and counts them.
 from __future__ import annotations
 
 import asyncio
+import re
+import signal
 import socket
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
@@ -26,7 +30,7 @@ from targets.shop.pg_client import (
     is_retryable,
 )
 from targets.shop.retry import Retry, RetryConfig
-from tests.conftest import PgServer
+from tests.conftest import ROOT, PgServer, harness_cmd, pg_scenario
 
 Factory = Callable[[str], PgServer]
 
@@ -143,3 +147,45 @@ def test_same_keys_meet_the_same_fate_in_two_gateways(pg_factory: Factory) -> No
     first, second = statuses(a), statuses(b)
     assert first == second
     assert 10 < first.count(503) < 50
+
+
+def test_harness_pg_serves_a_scenario_standalone(tmp_path: Path) -> None:
+    scenario = pg_scenario(tmp_path, "{type: error, status: 502}")
+    proc = subprocess.Popen(
+        harness_cmd("pg", "--scenario", str(scenario), "--port", "0"),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        assert match, line
+        url = match.group(0)
+        answer = httpx.post(
+            f"{url}/v1/payments/approve",
+            headers={"Idempotency-Key": "a"},
+            json={"amount": 1},
+            timeout=5,
+        )
+        assert answer.status_code == 502
+        status = httpx.get(f"{url}/__admin/status", timeout=5).json()
+        assert status["phase"] == "only" and status["fault"] == "error"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=15)
+
+
+def test_harness_pg_refuses_non_loopback_addresses(tmp_path: Path) -> None:
+    scenario = pg_scenario(tmp_path, "{type: healthy}")
+    done = subprocess.run(
+        harness_cmd("pg", "--scenario", str(scenario), "--host", "0.0.0.0"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "loopback" in done.stderr and "Traceback" not in done.stderr
