@@ -175,7 +175,7 @@ def test_harness_pg_serves_a_scenario_standalone(tmp_path: Path) -> None:
         assert status["phase"] == "only" and status["fault"] == "error"
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=15)
+        proc.communicate(timeout=15)
 
 
 def test_harness_pg_refuses_non_loopback_addresses(tmp_path: Path) -> None:
