@@ -127,3 +127,75 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+# 8 threads; a payment meeting the hung gateway holds one for 2 x 0.8 s + 0.1 s,
+# so 8 payments/s need ~14 threads: the retry-only pool must saturate.
+SHORT = """\
+name: short
+seed: 3
+warmup: 2s
+duration: {duration}
+traffic:
+  payments:
+    method: POST
+    path: /api/payments
+    rate: 8
+    timeout: 8s
+    body: {{amount: 1000}}
+    idempotency-key: true
+    calls-gateway: true
+  products: {{path: "/api/products/{{id}}", params: {{id: [1, 100]}}, rate: 4, timeout: 8s}}
+pg:
+  phases:
+    - {{name: baseline, start: 0s, duration: 3s, fault: {{type: healthy}}}}
+    - {{name: outage, start: 3s, duration: {outage}, fault: {{type: timeout}}}}
+builds:
+  before:
+    profile: retry-only
+    workers: 8
+    pg-client: {{connect-timeout: 500ms, read-timeout: 800ms}}
+    resilience4j: {{retry: {{max-attempts: 2, wait-duration: 100ms}}}}
+  after:
+    profile: retry-circuit-breaker
+    workers: 8
+    pg-client: {{connect-timeout: 500ms, read-timeout: 800ms}}
+    resilience4j:
+      retry: {{max-attempts: 2, wait-duration: 100ms}}
+      circuitbreaker:
+        sliding-window-size: 10
+        minimum-number-of-calls: 10
+        failure-rate-threshold: 50
+        wait-duration-in-open-state: 5s
+        permitted-number-of-calls-in-half-open-state: 3
+        automatic-transition-from-open-to-half-open-enabled: true
+"""
+
+
+def short_scenario(tmp_path: Path, duration: str = "21s", outage: str = "18s") -> Path:
+    """A short before/after experiment (about 30 s per build) in ``tmp_path``."""
+    path = tmp_path / "short.yaml"
+    path.write_text(SHORT.format(duration=duration, outage=outage))
+    return path
+
+
+@pytest.fixture(scope="session")
+def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real short experiment through the real CLI, shared by every test that reads a run.
+
+    Real PG server, real target under gunicorn, real Locust; ~70 s, made once per session.
+    """
+    tmp = tmp_path_factory.mktemp("short-run")
+    results = tmp / "results"
+    done = subprocess.run(
+        harness_cmd("run", str(short_scenario(tmp)), "--results", str(results)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    runs = sorted((results / "short").iterdir())
+    assert len(runs) == 1
+    return runs[0]

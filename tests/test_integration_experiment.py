@@ -18,63 +18,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.conftest import ROOT, harness_cmd, leftover_processes, short_scenario
 
 pytestmark = pytest.mark.integration
-
-# 8 threads; a payment meeting the hung gateway holds one for 2 x 0.8 s + 0.1 s,
-# so 8 payments/s need ~14 threads: the retry-only pool must saturate.
-SHORT = """\
-name: short
-seed: 3
-warmup: 2s
-duration: {duration}
-traffic:
-  payments:
-    method: POST
-    path: /api/payments
-    rate: 8
-    timeout: 8s
-    body: {{amount: 1000}}
-    idempotency-key: true
-    calls-gateway: true
-  products: {{path: "/api/products/{{id}}", params: {{id: [1, 100]}}, rate: 4, timeout: 8s}}
-pg:
-  phases:
-    - {{name: baseline, start: 0s, duration: 3s, fault: {{type: healthy}}}}
-    - {{name: outage, start: 3s, duration: {outage}, fault: {{type: timeout}}}}
-builds:
-  before:
-    profile: retry-only
-    workers: 8
-    pg-client: {{connect-timeout: 500ms, read-timeout: 800ms}}
-    resilience4j: {{retry: {{max-attempts: 2, wait-duration: 100ms}}}}
-  after:
-    profile: retry-circuit-breaker
-    workers: 8
-    pg-client: {{connect-timeout: 500ms, read-timeout: 800ms}}
-    resilience4j:
-      retry: {{max-attempts: 2, wait-duration: 100ms}}
-      circuitbreaker:
-        sliding-window-size: 10
-        minimum-number-of-calls: 10
-        failure-rate-threshold: 50
-        wait-duration-in-open-state: 5s
-        permitted-number-of-calls-in-half-open-state: 3
-        automatic-transition-from-open-to-half-open-enabled: true
-"""
-
-
-def _scenario(tmp_path: Path, duration: str = "21s", outage: str = "18s") -> Path:
-    path = tmp_path / "short.yaml"
-    path.write_text(SHORT.format(duration=duration, outage=outage))
-    return path
-
-
-def _run_dir(results: Path) -> Path:
-    runs = sorted((results / "short").iterdir())
-    assert len(runs) == 1
-    return runs[0]
 
 
 def _manifest(run_dir: Path) -> dict[str, Any]:
@@ -97,18 +43,8 @@ def _wait_for_load(results: Path, build: str, timeout_s: float = 90) -> Path:
     raise AssertionError("the load never started")
 
 
-def test_breaker_contains_a_hung_gateway(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    done = subprocess.run(
-        harness_cmd("run", str(_scenario(tmp_path)), "--results", str(results)),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
-    run_dir = _run_dir(results)
+def test_breaker_contains_a_hung_gateway(short_run: Path) -> None:
+    run_dir = short_run
     manifest = _manifest(run_dir)
     assert manifest["status"] == "completed"
     assert leftover_processes(manifest["run_id"]) == []
@@ -153,7 +89,7 @@ def test_breaker_contains_a_hung_gateway(tmp_path: Path) -> None:
 def test_sigint_stops_everything_and_keeps_results(tmp_path: Path) -> None:
     results = tmp_path / "results"
     proc = subprocess.Popen(
-        harness_cmd("run", str(_scenario(tmp_path, "60s", "50s")), "--results", str(results)),
+        harness_cmd("run", str(short_scenario(tmp_path, "60s", "50s")), "--results", str(results)),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -181,7 +117,7 @@ def test_sigint_stops_everything_and_keeps_results(tmp_path: Path) -> None:
 def test_a_dying_target_fails_the_run_but_keeps_its_results(tmp_path: Path) -> None:
     results = tmp_path / "results"
     proc = subprocess.Popen(
-        harness_cmd("run", str(_scenario(tmp_path, "60s", "50s")), "--results", str(results)),
+        harness_cmd("run", str(short_scenario(tmp_path, "60s", "50s")), "--results", str(results)),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
