@@ -31,24 +31,23 @@ def _round(x: float | None, digits: int = 4) -> float | None:
 
 
 def endpoint_stats(
-    samples: pd.DataFrame, t0: float, duration_s: float, offered_rps: float
+    samples: pd.DataFrame, start: float, end: float, offered_rps: float
 ) -> dict[str, Any]:
-    """Requests, rates, success and latency percentiles of one endpoint's measured samples."""
+    """Requests, rates, success and latency percentiles of samples intended in [start, end)."""
     # Intended starts are stored to the microsecond; the tolerance keeps the first one in.
-    lo, hi = t0 - _EPS_S, t0 + duration_s - _EPS_S
+    lo, hi = start - _EPS_S, end - _EPS_S
     window = samples[(samples["intended_start"] >= lo) & (samples["intended_start"] < hi)]
     n = len(window)
     latency = (window["end"] - window["intended_start"]).dropna()
     service = (window["end"] - window["actual_start"]).dropna()
     ok = window["status"].between(200, 399)
-    errors = window.loc[~ok, "outcome"].where(
-        window.loc[~ok, "outcome"] != "", window.loc[~ok, "error"]
-    )
+    failed = window.loc[~ok]
+    errors = failed["outcome"].where(failed["outcome"] != "", failed["error"])
     lateness = window["actual_start"] - window["intended_start"]
     return {
         "requests": n,
         "offered_rps": offered_rps,
-        "achieved_rps": _round(n / duration_s),
+        "achieved_rps": _round(n / max(end - start, 1e-9)),
         "success_pct": _round(100.0 * ok.mean() if n else None, 2),
         "errors": {str(k): int(v) for k, v in errors.value_counts().sort_index().items()},
         "latency_s": _percentiles(latency),
@@ -93,93 +92,199 @@ def gauge_summary(series: pd.Series, start: float, end: float) -> dict[str, floa
     }
 
 
+class BuildSeries:
+    """What one build measured, indexed once so any time window can be cut cheaply."""
+
+    def __init__(
+        self, scenario: Scenario, samples: pd.DataFrame, metrics: pd.DataFrame, info: dict[str, Any]
+    ) -> None:
+        self.scenario = scenario
+        first = float(samples["intended_start"].min()) if len(samples) else 0.0
+        self.t0 = float(info.get("t0", first))
+        self.samples = samples
+        self.by_endpoint = {name: samples[samples["endpoint"] == name] for name in scenario.traffic}
+        self.gateway_endpoints = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
+        preset = PRESETS[info.get("preset", "shop")]
+        empty = pd.DataFrame({"t": [], "series": [], "value": []})
+        canon = canonical(metrics, preset) if len(metrics) else empty
+        self.series = {
+            name: pd.Series(rows["value"].to_numpy(), index=rows["t"].to_numpy(), dtype=float)
+            for name, rows in canon.groupby("series")
+        }
+        self.received = (
+            select(metrics, "pg", PG_RECEIVED) if len(metrics) else pd.Series(dtype=float)
+        )
+
+    def get(self, name: str) -> pd.Series:
+        return self.series.get(name, pd.Series(dtype=float))
+
+    def window(self, start_s: float, end_s: float) -> dict[str, Any]:
+        """Figures of requests intended, and of scrapes taken, in [t0+start_s, t0+end_s)."""
+        start, end = self.t0 + start_s, self.t0 + end_s
+        endpoints = {
+            name: endpoint_stats(self.by_endpoint[name], start, end, ep.rate)
+            for name, ep in self.scenario.traffic.items()
+        }
+        busy = gauge_summary(self.get("busy_workers"), start, end)
+        state = self.get("breaker_state")
+        in_window = state[(state.index >= start) & (state.index <= end)]
+        blocked = counter_delta(self.get("blocked_calls"), start, end) if not state.empty else 0.0
+        calls = counter_delta(self.received, start, end)
+        payments = sum(endpoints[n]["requests"] for n in self.gateway_endpoints)
+        return {
+            "endpoints": endpoints,
+            "workers": {
+                "busy_max": busy["max"],
+                "busy_mean": busy["mean"],
+                "busy_p50": busy["p50"],
+            },
+            "breaker": {
+                "blocked": _round(blocked, 0),
+                "blocked_per_s": _round((blocked or 0.0) / max(end - start, 1e-9), 2),
+                "open_pct": _round(
+                    100.0 * float((in_window == BREAKER_STATES["open"]).mean())
+                    if len(in_window)
+                    else None,
+                    1,
+                ),
+            },
+            "pg": {
+                "calls": _round(calls, 0),
+                "payments": payments,
+                "amplification": _round(calls / payments, 3)
+                if calls is not None and payments
+                else None,
+            },
+        }
+
+    def timeline(self) -> dict[str, float | None]:
+        """How fast the breaker reacted, how fast service came back, and needless blocking."""
+        fault = self.scenario.fault_window()
+        if fault is None:
+            return {
+                "time_to_open_s": None,
+                "time_to_recover_s": None,
+                "blocked_pct_healthy": self._blocked_pct_healthy(),
+            }
+        fs, fe = self.t0 + fault[0], self.t0 + fault[1]
+        state = self.get("breaker_state")
+        opened = state[(state.index >= fs) & (state == BREAKER_STATES["open"])]
+        return {
+            "time_to_open_s": _round(float(opened.index[0]) - fs, 2) if len(opened) else None,
+            "time_to_recover_s": self._time_to_recover(fe),
+            "blocked_pct_healthy": self._blocked_pct_healthy(),
+        }
+
+    def _gateway_samples(self) -> pd.DataFrame:
+        names = self.gateway_endpoints or list(self.scenario.traffic)
+        return self.samples[self.samples["endpoint"].isin(names)]
+
+    def _time_to_recover(
+        self, fault_end: float, threshold: float = 0.95, span_s: int = 5
+    ) -> float | None:
+        """Seconds from the fault's end until gateway requests succeed >= 95% over 5 s."""
+        horizon = self.t0 + self.scenario.duration
+        s = self._gateway_samples()
+        s = s[(s["intended_start"] >= fault_end) & (s["intended_start"] < horizon)]
+        if s.empty:
+            return None
+        bins = np.floor(s["intended_start"].to_numpy() - fault_end).astype(int)
+        ok = s["status"].between(200, 399).to_numpy()
+        total = np.bincount(bins)
+        good = np.bincount(bins, weights=ok)
+        for first in range(len(total)):
+            n = total[first : first + span_s].sum()
+            if n and good[first : first + span_s].sum() / n >= threshold:
+                return float(first)
+        return None
+
+    def _blocked_pct_healthy(self) -> float | None:
+        """Share of gateway requests refused by the breaker while the gateway was healthy."""
+        s = self._gateway_samples()
+        t = s["intended_start"] - self.t0
+        healthy = (t >= -_EPS_S) & (t < self.scenario.duration - _EPS_S)
+        for phase in self.scenario.pg.phases:
+            if phase.fault.type != "healthy":
+                healthy &= ~((t >= phase.start) & (t < phase.end))
+        n = int(healthy.sum())
+        if not n:
+            return None
+        return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
+
+
 def build_figures(
     scenario: Scenario, samples: pd.DataFrame, metrics: pd.DataFrame, info: dict[str, Any]
 ) -> dict[str, Any]:
-    """Every figure of one build: per endpoint, workers, breaker, gateway calls."""
-    t0 = float(info.get("t0", samples["intended_start"].min() if len(samples) else 0.0))
+    """Every figure of one build: whole window, fault window, each phase, and timeline."""
+    data = BuildSeries(scenario, samples, metrics, info)
     duration = scenario.duration
-    endpoints = {
-        name: endpoint_stats(samples[samples["endpoint"] == name], t0, duration, ep.rate)
-        for name, ep in scenario.traffic.items()
-    }
-    preset = PRESETS[info.get("preset", "shop")]
-    canon = (
-        canonical(metrics, preset)
-        if len(metrics)
-        else pd.DataFrame({"t": [], "series": [], "value": []})
-    )
-
-    def series(name: str) -> pd.Series:
-        rows = canon[canon["series"] == name]
-        return pd.Series(rows["value"].to_numpy(), index=rows["t"].to_numpy(), dtype=float)
-
-    fault = scenario.fault_window()
-    fs, fe = (t0 + fault[0], t0 + fault[1]) if fault else (t0, t0 + duration)
-    fault_s = max(1e-9, fe - fs)
-    end = math.inf
-    busy = gauge_summary(series("busy_workers"), fs, fe)
-    max_workers = series("max_workers")
-    blocked = series("blocked_calls")
-    blocked_fault = counter_delta(blocked, fs, fe)
-    gateway_calls = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
-    payments = sum(endpoints[n]["requests"] for n in gateway_calls)
-    received = select(metrics, "pg", PG_RECEIVED) if len(metrics) else pd.Series(dtype=float)
-    pg_calls = counter_delta(received, t0, end)
-    pg_fault = counter_delta(received, fs, fe)
-    payments_fault = sum(
-        int(((samples["endpoint"] == n) & samples["intended_start"].between(fs, fe)).sum())
-        for n in gateway_calls
-    )
-    state = series("breaker_state")
-    state_fault = state[(state.index >= fs) & (state.index <= fe)]
+    whole = data.window(0.0, duration)
+    fault_window = scenario.fault_window() or (0.0, duration)
+    fault = data.window(*fault_window)
+    max_workers = data.get("max_workers")
+    has_breaker = not data.get("breaker_state").empty
     return {
-        "t0": t0,
-        "endpoints": endpoints,
+        "t0": data.t0,
+        "endpoints": whole["endpoints"],
         "workers": {
             "max_workers": _round(max_workers.max(), 0) if not max_workers.empty else None,
-            "busy_max_fault": busy["max"],
-            "busy_mean_fault": busy["mean"],
-            "busy_p50_fault": busy["p50"],
+            "busy_max_fault": fault["workers"]["busy_max"],
+            "busy_mean_fault": fault["workers"]["busy_mean"],
+            "busy_p50_fault": fault["workers"]["busy_p50"],
         },
         "breaker": {
-            "present": not state.empty,
-            "blocked_total": _round(counter_delta(blocked, t0, end), 0) if not state.empty else 0,
-            "blocked_fault": _round(blocked_fault, 0) if not state.empty else 0,
-            "blocked_per_s_fault": _round((blocked_fault or 0.0) / fault_s, 2),
-            "open_share_fault": _round(
-                float((state_fault == BREAKER_STATES["open"]).mean()) if len(state_fault) else None,
-                3,
-            ),
+            "present": has_breaker,
+            # Counted from the window's start to the last scrape: calls refused while draining
+            # belong to the measured requests too.
+            "blocked_total": _round(counter_delta(data.get("blocked_calls"), data.t0, math.inf), 0)
+            if has_breaker
+            else 0,
+            "blocked_fault": fault["breaker"]["blocked"],
+            "blocked_per_s_fault": fault["breaker"]["blocked_per_s"],
+            "open_pct_fault": fault["breaker"]["open_pct"],
         },
         "pg": {
-            "calls": _round(pg_calls, 0),
-            "calls_fault": _round(pg_fault, 0),
-            "target_calls": _round(counter_delta(series("pg_calls"), t0, end), 0),
-            "retries": _round(counter_delta(series("retries"), t0, end), 0),
-            "payments": payments,
-            "amplification": _round(pg_calls / payments, 3)
-            if pg_calls is not None and payments
-            else None,
-            "amplification_fault": _round(pg_fault / payments_fault, 3)
-            if pg_fault is not None and payments_fault
-            else None,
+            "calls": _round(counter_delta(data.received, data.t0, math.inf), 0),
+            "calls_fault": fault["pg"]["calls"],
+            "target_calls": _round(counter_delta(data.get("pg_calls"), data.t0, math.inf), 0),
+            "retries": _round(counter_delta(data.get("retries"), data.t0, math.inf), 0),
+            "payments": whole["pg"]["payments"],
+            "amplification": _ratio(
+                counter_delta(data.received, data.t0, math.inf), whole["pg"]["payments"]
+            ),
+            "amplification_fault": fault["pg"]["amplification"],
         },
+        "timeline": data.timeline(),
+        "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
     }
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return _round(num / den, 3) if num is not None and den else None
+
+
+def _flat_window(figures: dict[str, Any], suffix: str, flat: dict[str, float | None]) -> None:
+    for ep, stats in figures["endpoints"].items():
+        for q in ("p50", "p95", "p99", "max"):
+            flat[f"{ep}.latency_s.{q}{suffix}"] = stats["latency_s"][q]
+        flat[f"{ep}.success_pct{suffix}"] = stats["success_pct"]
+        flat[f"{ep}.achieved_rps{suffix}"] = stats["achieved_rps"]
+    for section in ("workers", "breaker", "pg", "timeline"):
+        for key, value in figures.get(section, {}).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                flat[f"{section}.{key}{suffix}"] = float(value)
 
 
 def flatten(figures: dict[str, Any]) -> dict[str, float | None]:
-    """The comparable numbers of a build as dotted keys (``products.latency_s.p95`` ...)."""
+    """The comparable numbers of a build as dotted keys, phases in brackets.
+
+    For example ``products.latency_s.p95``, ``workers.busy_p50_fault``,
+    ``products.latency_s.p95[outage]``.
+    """
     flat: dict[str, float | None] = {}
-    for ep, stats in figures["endpoints"].items():
-        for q in ("p50", "p95", "p99", "max"):
-            flat[f"{ep}.latency_s.{q}"] = stats["latency_s"][q]
-        flat[f"{ep}.success_pct"] = stats["success_pct"]
-        flat[f"{ep}.achieved_rps"] = stats["achieved_rps"]
-    for section in ("workers", "breaker", "pg"):
-        for key, value in figures[section].items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                flat[f"{section}.{key}"] = float(value)
+    _flat_window(figures, "", flat)
+    for phase, window in figures.get("phases", {}).items():
+        _flat_window(window, f"[{phase}]", flat)
     return flat
 
 
@@ -208,13 +313,57 @@ def compare(figures: dict[str, dict[str, Any]], baseline: str) -> dict[str, Any]
     return out
 
 
+def _mean_tree(trees: list[Any]) -> Any:
+    """Average the numeric leaves of several same-shaped figure trees (repetitions)."""
+    first = trees[0]
+    if isinstance(first, dict):
+        keys = [k for k in first if all(isinstance(t, dict) and k in t for t in trees)]
+        return {k: _mean_tree([t[k] for t in trees]) for k in keys}
+    if isinstance(first, bool) or not isinstance(first, int | float):
+        return first
+    values = [float(t) for t in trees if isinstance(t, int | float)]
+    return _round(float(np.mean(values))) if len(values) == len(trees) else None
+
+
+def bootstrap_ci(
+    values: list[float], rng: np.random.Generator, rounds: int = 2000
+) -> tuple[float, float]:
+    """95% bootstrap interval of the mean of ``values`` (one value per repetition)."""
+    arr = np.asarray(values, dtype=float)
+    means = arr[rng.integers(0, len(arr), size=(rounds, len(arr)))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def combine_repetitions(reps: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+    """One build's figures over N repetitions: means, plus a 95% interval for every figure."""
+    if len(reps) == 1:
+        return reps[0]
+    combined: dict[str, Any] = _mean_tree(reps)
+    flats = [flatten(r) for r in reps]
+    rng = np.random.default_rng(seed)
+    ci: dict[str, list[float | None]] = {}
+    for key in flats[0]:
+        values = [f.get(key) for f in flats]
+        if all(v is not None for v in values):
+            low, high = bootstrap_ci([float(v) for v in values if v is not None], rng)
+            ci[key] = [_round(low), _round(high)]
+    combined["repetitions"] = len(reps)
+    combined["ci95"] = ci
+    return combined
+
+
 def analyse(run: RunResult, scenario: Scenario) -> dict[str, Any]:
     """The whole report as a dict (the content of ``report.json``)."""
-    figures = {
-        name: build_figures(scenario, b.samples, b.metrics, b.info)
-        for name, b in run.builds.items()
-        if len(b.samples)
-    }
+    per_build: dict[str, list[dict[str, Any]]] = {}
+    status: dict[str, str] = {}
+    for key, b in run.builds.items():
+        if not len(b.samples):
+            continue
+        name = str(b.info.get("build", key))
+        per_build.setdefault(name, []).append(build_figures(scenario, b.samples, b.metrics, b.info))
+        status[name] = str(b.info.get("status"))
+    figures = {name: combine_repetitions(reps, scenario.seed) for name, reps in per_build.items()}
     baseline = next(iter(figures), None)
     return {
         "schema": "harness.report/1",
@@ -242,7 +391,7 @@ def analyse(run: RunResult, scenario: Scenario) -> dict[str, Any]:
         "builds": {
             name: {
                 "profile": scenario.builds[name].profile,
-                "status": run.builds[name].info.get("status"),
+                "status": status[name],
                 **fig,
             }
             for name, fig in figures.items()

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
 from harness.errors import HarnessError, InputError, RunError, ScenarioError
@@ -34,6 +35,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
+if not console.is_terminal:
+    # Logs and pipes have no width; 80 columns would fold figure names mid-word.
+    console = Console(width=140)
 err = Console(stderr=True)
 
 ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file", show_default=False)]
@@ -120,8 +124,14 @@ def run(
     build: Annotated[
         list[str] | None, typer.Option("--build", "-b", help="run only these builds (repeatable)")
     ] = None,
+    repeat: Annotated[
+        int, typer.Option(min=1, max=50, help="run each build N times, interleaved (A B A B)")
+    ] = 1,
+    junit: Annotated[
+        Path | None, typer.Option(help="write the gates' verdicts as JUnit XML here")
+    ] = None,
 ) -> None:
-    """Run every build of a scenario under the same load and faults, then report."""
+    """Run every build of a scenario under the same load and faults, report, then gate."""
     try:
         loaded = load_scenario(scenario)
     except InputError as exc:
@@ -138,7 +148,7 @@ def run(
     listener = RunListener(
         build_started=view.started, progress=view.progress, build_finished=view.finished
     )
-    experiment = Experiment(loaded, results, listener, build or None)
+    experiment = Experiment(loaded, results, listener, build or None, repeat=repeat)
     code = EXIT_OK
     try:
         experiment.run()
@@ -155,6 +165,9 @@ def run(
         _report(experiment.run_dir)
     except HarnessError as exc:
         err.print(f"no report: {exc}", highlight=False)
+        raise typer.Exit(code if code != EXIT_OK else EXIT_RUN) from None
+    if code == EXIT_OK and loaded.scenario.gates:
+        code = _gate(experiment.run_dir, junit, None, [])
     raise typer.Exit(code)
 
 
@@ -169,6 +182,106 @@ def report(
         _report(run_dir)
     except InputError as exc:
         raise _fail_input(exc) from None
+
+
+def _gate(
+    run_dir: Path,
+    junit: Path | None,
+    baseline: Path | None,
+    extra: list[str],
+    scenario_gates: bool = True,
+) -> int:
+    """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
+    from harness.compare import load_report
+    from harness.gates import GateSyntaxError, check_gate, evaluate_all, gates_of, junit_xml
+    from harness.gates import parse_gate as parse
+
+    scenario = load_scenario(run_dir / "scenario.yaml").scenario
+    gates = gates_of(scenario) if scenario_gates else []
+    for text in extra:
+        try:
+            gate = parse(text)
+        except GateSyntaxError as exc:
+            raise InputError(f"--gate {text!r}: {exc}") from None
+        problems = check_gate(gate, scenario)
+        if problems:
+            raise InputError(f"--gate {text!r}: " + "; ".join(problems))
+        gates.append(gate)
+    if not gates:
+        raise InputError(f"{run_dir}: the scenario has no gates and none were given (--gate)")
+    report = load_report(run_dir)
+    base = load_report(baseline) if baseline is not None else None
+    results = evaluate_all(gates, report, base)
+    table = Table(title=f"gates ({sum(r.passed for r in results)}/{len(results)} pass)")
+    for col in ("gate", "measured", "limit", "verdict"):
+        table.add_column(col, justify="left" if col in ("gate", "verdict") else "right")
+    for r in results:
+        colour = {"pass": "green", "fail": "red", "error": "yellow"}[r.verdict]
+        measured = "-" if r.left is None else f"{r.left:.4g}"
+        limit = "-" if r.right is None else f"{r.op} {r.right:.4g}"
+        verdict = r.verdict + (f" ({r.detail})" if r.detail else "")
+        table.add_row(escape(r.name), measured, limit, f"[{colour}]{escape(verdict)}[/{colour}]")
+    console.print(table)
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(junit_xml(results, scenario.name))
+        console.print(f"JUnit XML: {junit}", highlight=False)
+    return EXIT_OK if all(r.passed for r in results) else EXIT_GATE
+
+
+RunDirArg = Annotated[Path, typer.Argument(help="a run folder under results/", show_default=False)]
+
+
+@app.command()
+def gate(
+    run_dir: RunDirArg,
+    junit: Annotated[Path | None, typer.Option(help="write JUnit XML here")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="a saved run (e.g. from main) for baseline.* figures")
+    ] = None,
+    extra: Annotated[
+        list[str] | None, typer.Option("--gate", "-g", help="an extra gate expression")
+    ] = None,
+    scenario_gates: Annotated[
+        bool, typer.Option(help="also check the gates written in the run's scenario")
+    ] = True,
+) -> None:
+    """Check a finished run against its scenario's gates; exit 1 when one fails."""
+    try:
+        code = _gate(run_dir, junit, baseline, extra or [], scenario_gates)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def compare(
+    run_a: RunDirArg,
+    run_b: Annotated[
+        Path | None, typer.Argument(help="a second run folder (omit to compare builds of RUN_A)")
+    ] = None,
+    build: Annotated[
+        list[str] | None, typer.Option("--build", "-b", help="builds to compare (repeatable)")
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option(help="also write the comparison as Markdown (PR comment)")
+    ] = None,
+) -> None:
+    """Compare two runs (main vs branch) or two builds of one run, figure by figure."""
+    from harness.compare import compare_runs, load_report, rich_tables
+    from harness.compare import markdown as to_markdown
+
+    try:
+        report_a = load_report(run_a)
+        report_b = load_report(run_b) if run_b is not None else None
+        labels, groups = compare_runs(report_a, report_b, build or [])
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    for table in rich_tables(labels, groups):
+        console.print(table)
+    if markdown is not None:
+        markdown.write_text(to_markdown(labels, groups))
+        console.print(f"Markdown: {markdown}", highlight=False)
 
 
 def _loopback(host: str) -> bool:

@@ -84,6 +84,7 @@ class Manifest:
     host: dict[str, Any]
     started_at: str
     run_id: str
+    repeat: int = 1
     status: str = "running"
     ended_at: str | None = None
     error: str | None = None
@@ -144,11 +145,13 @@ class Experiment:
         results_root: Path,
         listener: RunListener | None = None,
         builds: list[str] | None = None,
+        repeat: int = 1,
     ) -> None:
         self.loaded = loaded
         self.scenario = loaded.scenario
         self.listener = listener or RunListener()
         self.build_names = builds or list(self.scenario.builds)
+        self.repeat = repeat
         self.run_dir = new_run_dir(results_root, self.scenario.name)
         self.manifest = Manifest(
             scenario_name=self.scenario.name,
@@ -159,6 +162,7 @@ class Experiment:
             host=host_info(),
             started_at=utc_now(),
             run_id=self.run_dir.name,
+            repeat=repeat,
         )
         write_text_atomic(self.run_dir / "scenario.yaml", loaded.text)
         self.save_manifest()
@@ -169,8 +173,10 @@ class Experiment:
     def run(self) -> Path:
         """Run every build in turn; always leaves a manifest that says how it ended."""
         try:
-            for name in self.build_names:
-                self._run_build(name)
+            # Interleaved (A B A B ...), so slow drift of the machine hits every build alike.
+            for repetition in range(1, self.repeat + 1):
+                for name in self.build_names:
+                    self._run_build(name, repetition)
         except KeyboardInterrupt:
             self._end("interrupted", "interrupted by the user (SIGINT)")
             raise
@@ -189,19 +195,26 @@ class Experiment:
         self.manifest.ended_at = utc_now()
         self.save_manifest()
 
-    def _run_build(self, name: str) -> None:
+    def _run_build(self, name: str, repetition: int = 1) -> None:
         build = self.scenario.builds[name]
-        bdir = self.run_dir / name
+        key = name if self.repeat == 1 else f"{name}.r{repetition}"
+        bdir = self.run_dir / key
         bdir.mkdir()
-        info: dict[str, Any] = {"status": "running", "started_at": utc_now(), "preset": "shop"}
-        self.manifest.builds[name] = info
+        info: dict[str, Any] = {
+            "build": name,
+            "repetition": repetition,
+            "status": "running",
+            "started_at": utc_now(),
+            "preset": "shop",
+        }
+        self.manifest.builds[key] = info
         self.save_manifest()
-        self.listener.build_started(name)
+        self.listener.build_started(key)
         scraper: Scraper | None = None
         group = ProcessGroup(self.run_dir.name, bdir)
         try:
             scraper = self._start_processes(name, build, bdir, group, info)
-            self._drive_load(name, bdir, group, scraper, info)
+            self._drive_load(key, bdir, group, scraper, info)
             info["status"] = "completed"
         except KeyboardInterrupt:
             info["status"] = "interrupted"
@@ -218,7 +231,7 @@ class Experiment:
                 self._save_build(bdir, scraper, info)
                 info["ended_at"] = utc_now()
                 self.save_manifest()
-            self.listener.build_finished(name, info["status"])
+            self.listener.build_finished(key, info["status"])
 
     def _start_processes(
         self, name: str, build: Build, bdir: Path, group: ProcessGroup, info: dict[str, Any]

@@ -235,6 +235,16 @@ class MetricsSettings(_Model):
     interval: Duration = Field(1.0, ge=0.1, le=60)
 
 
+# ---------------------------------------------------------------- gates
+
+
+class GateSpec(_Model):
+    """A named gate; a bare string in ``gates:`` is a gate named by its own text."""
+
+    name: str | None = None
+    expr: str = Field(min_length=3)
+
+
 # ---------------------------------------------------------------- scenario
 
 
@@ -251,6 +261,12 @@ class Scenario(_Model):
     pg: Gateway = Field(default_factory=Gateway)
     builds: dict[str, Build] = Field(min_length=1)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    gates: list[str | GateSpec] = Field(
+        default_factory=list, description="comparisons that fail the run (exit 1); see gates.py"
+    )
+
+    def gate_specs(self) -> list[GateSpec]:
+        return [GateSpec(expr=g) if isinstance(g, str) else g for g in self.gates]
 
     @field_validator("traffic", "builds")
     @classmethod
@@ -397,9 +413,34 @@ def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
                 )
             )
         raise ScenarioError(problems) from None
+    problems += _gate_problems(scenario, index, file)
     if problems:
         raise ScenarioError(problems)
     return LoadedScenario(path=file, text=text, scenario=scenario)
+
+
+def _gate_problems(scenario: Scenario, index: dict[_Path, yaml.Node], file: str) -> list[Problem]:
+    """Parse every gate and check the builds, phases and figures it names."""
+    from harness.gates import GateSyntaxError, check_gate, parse_gate
+
+    problems = []
+    for i, spec in enumerate(scenario.gate_specs()):
+        try:
+            messages = check_gate(parse_gate(spec.expr, spec.name), scenario)
+        except GateSyntaxError as exc:
+            messages = [str(exc)]
+        node = index.get(("gates", i, "expr"), index.get(("gates", i), index[()]))
+        for message in messages:
+            problems.append(
+                Problem(
+                    file,
+                    node.start_mark.line + 1,
+                    node.start_mark.column + 1,
+                    f"gates.{i}",
+                    message,
+                )
+            )
+    return problems
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:

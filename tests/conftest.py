@@ -169,6 +169,14 @@ builds:
         wait-duration-in-open-state: 5s
         permitted-number-of-calls-in-half-open-state: 3
         automatic-transition-from-open-to-half-open-enabled: true
+gates:
+  - name: product reads protected
+    expr: "after.products.p95[outage] <= 0.5 * before.products.p95[outage]"
+  - "after.busy_workers.p50[outage] <= 0.5 * after.max_workers"
+  - "after.pg.amplification[outage] <= 1.0"
+  # Must fail: a breaker cannot make payments succeed against a dead gateway.
+  - name: payments succeed during the outage
+    expr: "after.payments.success_pct[outage] >= 50"
 """
 
 
@@ -187,14 +195,21 @@ def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     tmp = tmp_path_factory.mktemp("short-run")
     results = tmp / "results"
+    junit = tmp / "gates.xml"
     done = subprocess.run(
-        harness_cmd("run", str(short_scenario(tmp)), "--results", str(results)),
+        harness_cmd(
+            "run", str(short_scenario(tmp)), "--results", str(results), "--junit", str(junit)
+        ),
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    # Exit 1: the run completed and its gate that must fail (payments cannot succeed
+    # against a dead gateway, breaker or not) failed; the others passed.
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert junit.exists()
+    (tmp / "run-output.txt").write_text(done.stdout)
     assert "Traceback" not in done.stderr
     runs = sorted((results / "short").iterdir())
     assert len(runs) == 1

@@ -26,7 +26,7 @@ def _samples(intended: list[float], late: float, service: float, status: int = 2
 
 def test_latency_includes_the_time_a_request_waited_to_be_sent() -> None:
     frame = _samples([100.0 + i * 0.1 for i in range(100)], late=0.5, service=0.25)
-    stats = endpoint_stats(frame, t0=100.0, duration_s=10.0, offered_rps=10)
+    stats = endpoint_stats(frame, start=100.0, end=110.0, offered_rps=10)
     assert stats["requests"] == 100
     assert stats["latency_s"]["p95"] == pytest.approx(0.75)
     assert stats["service_time_s"]["p95"] == pytest.approx(0.25)
@@ -39,7 +39,7 @@ def test_warmup_and_after_window_are_excluded() -> None:
     measured = _samples([100.0 + i * 0.1 for i in range(100)], late=0, service=0.01)
     after = _samples([110.0 + i * 0.1 for i in range(10)], late=0, service=9.0)
     frame = pd.concat([warm, measured, after], ignore_index=True)
-    stats = endpoint_stats(frame, t0=100.0, duration_s=10.0, offered_rps=10)
+    stats = endpoint_stats(frame, start=100.0, end=110.0, offered_rps=10)
     assert stats["requests"] == 100
     assert stats["latency_s"]["max"] == pytest.approx(0.01)
 
@@ -49,7 +49,7 @@ def test_percentiles_and_errors() -> None:
     bad = _samples([101.0 + i * 0.01 for i in range(10)], late=0, service=3.0, status=503)
     bad["outcome"] = "not_permitted"
     frame = pd.concat([ok, bad], ignore_index=True)
-    stats = endpoint_stats(frame, t0=100.0, duration_s=10.0, offered_rps=10)
+    stats = endpoint_stats(frame, start=100.0, end=110.0, offered_rps=10)
     assert stats["success_pct"] == 90.0
     assert stats["errors"] == {"not_permitted": 10}
     assert stats["latency_s"]["p50"] == pytest.approx(0.1)
@@ -60,7 +60,7 @@ def test_unfinished_requests_are_counted() -> None:
     frame = _samples([100.0, 100.1], late=0, service=0.1)
     frame.loc[1, "end"] = np.nan
     frame.loc[1, "status"] = 0
-    stats = endpoint_stats(frame, t0=100.0, duration_s=10.0, offered_rps=10)
+    stats = endpoint_stats(frame, start=100.0, end=110.0, offered_rps=10)
     assert stats["unfinished"] == 1 and stats["requests"] == 2
 
 

@@ -1,0 +1,129 @@
+"""Compare two runs (main vs a branch) or two builds of one run, figure by figure.
+
+Each row gives both values, the % change and, when both sides were repeated
+(``harness run --repeat N``), whether the difference is larger than the noise:
+their bootstrap 95% confidence intervals do not overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from harness.analysis import change_pct, flatten
+from harness.errors import InputError
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure on both sides."""
+
+    figure: str
+    a: float | None
+    b: float | None
+    change_pct: float | None
+    beyond_noise: bool | None
+
+
+def load_report(run_dir: Path) -> dict[str, Any]:
+    """A run's report, rendered from its raw files if report.json is missing."""
+    import json
+
+    from harness.report import make_report
+
+    path = Path(run_dir) / "report.json"
+    if path.exists():
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+    return make_report(run_dir)
+
+
+def _interval(build: dict[str, Any], key: str) -> tuple[float, float] | None:
+    ci = build.get("ci95", {}).get(key)
+    return (float(ci[0]), float(ci[1])) if ci else None
+
+
+def compare_builds(a: dict[str, Any], b: dict[str, Any]) -> list[Row]:
+    """Rows for every figure the two build sections share."""
+    flat_a, flat_b = flatten(a), flatten(b)
+    rows = []
+    for key in flat_a:
+        if key not in flat_b:
+            continue
+        ia, ib = _interval(a, key), _interval(b, key)
+        beyond = None if ia is None or ib is None else (ia[1] < ib[0] or ib[1] < ia[0])
+        rows.append(
+            Row(key, flat_a[key], flat_b[key], change_pct(flat_a[key], flat_b[key]), beyond)
+        )
+    return rows
+
+
+def compare_runs(
+    report_a: dict[str, Any], report_b: dict[str, Any] | None, builds: list[str]
+) -> tuple[list[str], dict[str, list[Row]]]:
+    """Pick what to compare; returns the two column labels and the rows per comparison.
+
+    One run and two builds: build vs build within it. Two runs: the same builds
+    (all shared ones, or those named) in each.
+    """
+    if report_b is None:
+        if len(builds) != 2:
+            raise InputError("with one run, name exactly two builds: --build A --build B")
+        missing = [n for n in builds if n not in report_a["builds"]]
+        if missing:
+            raise InputError(f"no results for build(s) {missing} in {report_a.get('run_id')}")
+        first, second = builds
+        rows = compare_builds(report_a["builds"][first], report_a["builds"][second])
+        return [first, second], {f"{first} vs {second}": rows}
+    shared = [n for n in report_a["builds"] if n in report_b["builds"]]
+    chosen = builds or shared
+    missing = [n for n in chosen if n not in shared]
+    if missing:
+        raise InputError(f"build(s) {missing} are not in both runs; both have {shared}")
+    labels = [str(report_a.get("run_id")), str(report_b.get("run_id"))]
+    return labels, {
+        name: compare_builds(report_a["builds"][name], report_b["builds"][name]) for name in chosen
+    }
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _noise(row: Row) -> str:
+    if row.beyond_noise is None:
+        return "n/a"
+    return "yes" if row.beyond_noise else "no"
+
+
+def rich_tables(labels: list[str], groups: dict[str, list[Row]]) -> list[Table]:
+    tables = []
+    for title, rows in groups.items():
+        table = Table(title=title)
+        for col in ("figure", labels[0], labels[1], "change", "beyond noise"):
+            table.add_column(col, justify="left" if col == "figure" else "right")
+        for r in rows:
+            change = "-" if r.change_pct is None else f"{r.change_pct:+.1f}%"
+            table.add_row(r.figure, _fmt(r.a), _fmt(r.b), change, _noise(r))
+        tables.append(table)
+    return tables
+
+
+def markdown(labels: list[str], groups: dict[str, list[Row]]) -> str:
+    """The comparison as Markdown, for a pull-request comment."""
+    out = []
+    for title, rows in groups.items():
+        out += [
+            f"### {title}",
+            "",
+            f"| figure | {labels[0]} | {labels[1]} | change | beyond noise |",
+            "|---|---|---|---|---|",
+        ]
+        for r in rows:
+            change = "-" if r.change_pct is None else f"{r.change_pct:+.1f}%"
+            out.append(f"| {r.figure} | {_fmt(r.a)} | {_fmt(r.b)} | {change} | {_noise(r)} |")
+        out.append("")
+    return "\n".join(out)
