@@ -5,6 +5,7 @@ entry points re-exported here for notebooks and scripts.
 """
 
 from harness.errors import HarnessError, InputError, ProcessDied, RunError, ScenarioError
+from harness.results import latest as latest_run
 from harness.results import load as load_run
 from harness.scenario import load_scenario
 
@@ -14,6 +15,7 @@ __all__ = [
     "ProcessDied",
     "RunError",
     "ScenarioError",
+    "latest_run",
     "load_run",
     "load_scenario",
 ]

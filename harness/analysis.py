@@ -20,7 +20,7 @@ from harness.scenario import Scenario
 
 _EPS_S = 1e-5
 QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
-PG_RECEIVED = Selector("pg_calls_total")
+PG_RECEIVED = Selector("pg_calls_received_total")
 """The gateway's own count of calls received: the ground truth for amplification."""
 
 
@@ -30,13 +30,18 @@ def _round(x: float | None, digits: int = 4) -> float | None:
     return round(float(x), digits)
 
 
+def measured(samples: pd.DataFrame, t0: float, duration_s: float) -> pd.DataFrame:
+    """Samples intended inside the measured window [t0, t0 + duration): what figures count."""
+    # Intended starts are stored to the microsecond; the tolerance keeps the first one in.
+    start = samples["intended_start"]
+    return samples[(start >= t0 - _EPS_S) & (start < t0 + duration_s - _EPS_S)]
+
+
 def endpoint_stats(
     samples: pd.DataFrame, start: float, end: float, offered_rps: float
 ) -> dict[str, Any]:
     """Requests, rates, success and latency percentiles of samples intended in [start, end)."""
-    # Intended starts are stored to the microsecond; the tolerance keeps the first one in.
-    lo, hi = start - _EPS_S, end - _EPS_S
-    window = samples[(samples["intended_start"] >= lo) & (samples["intended_start"] < hi)]
+    window = measured(samples, start, end - start)
     n = len(window)
     latency = (window["end"] - window["intended_start"]).dropna()
     service = (window["end"] - window["actual_start"]).dropna()

@@ -114,7 +114,8 @@ def _report(run_dir: Path) -> None:
     report = make_report(run_dir)
     if report["builds"]:
         console.print(terminal_table(report))
-    console.print(f"results: {run_dir}  (report.json, report.md)", highlight=False)
+    html = " report.html, charts/" if (run_dir / "report.html").exists() else ""
+    console.print(f"results: {run_dir}  (report.json, report.md,{html})", highlight=False)
 
 
 @app.command()
@@ -282,6 +283,21 @@ def compare(
     if markdown is not None:
         markdown.write_text(to_markdown(labels, groups))
         console.print(f"Markdown: {markdown}", highlight=False)
+
+
+@app.command()
+def plot(run_dir: RunDirArg) -> None:
+    """(Re)draw a run's charts into RUN_DIR/charts/ (PNG, fault phases shaded)."""
+    from harness.plots import draw_charts
+    from harness.results import load
+
+    try:
+        run = load(run_dir)
+        scenario = load_scenario(run_dir / "scenario.yaml").scenario
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    for name, path in draw_charts(run, scenario, run_dir / "charts").items():
+        console.print(f"{name}: {path}", highlight=False)
 
 
 def _loopback(host: str) -> bool:

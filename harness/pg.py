@@ -6,8 +6,8 @@ the load generator. Endpoints:
 
 - ``POST /v1/payments/approve``: needs an ``Idempotency-Key`` header and a JSON
   body; the fault of the phase in force decides the answer.
-- ``GET /metrics``: Prometheus text: calls received by phase/fault/outcome,
-  in-flight calls.
+- ``GET /metrics``: Prometheus text: calls received (on arrival, by phase),
+  calls finished (by phase, fault and outcome), in-flight calls.
 - ``GET /health``.
 - ``POST /__admin/start`` ``{"t0": <unix time>}``: where the measured time line
   starts (the orchestrator sets it right before the load begins).
@@ -41,9 +41,15 @@ class Gateway:
         self.t0 = t0
         self.attempts: dict[str, int] = defaultdict(int)
         self.registry = CollectorRegistry()
+        self.received = Counter(
+            "pg_calls_received",
+            "Approve calls received by the gateway, counted on arrival",
+            ["phase"],
+            registry=self.registry,
+        )
         self.calls = Counter(
             "pg_calls",
-            "Approve calls received by the gateway",
+            "Approve calls the gateway finished with (answered, or the client hung up)",
             ["phase", "fault", "outcome"],
             registry=self.registry,
         )
@@ -71,6 +77,7 @@ class Gateway:
         attempt = self.attempts[key]
         phase = self.current_phase()
         phase_name = phase.name if phase else "none"
+        self.received.labels(phase_name).inc()
         action = decide(phase.fault, self.seed, key, attempt) if phase else None
         fault = action.fault if action else "healthy"
         outcome = "client_gone"

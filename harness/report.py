@@ -17,14 +17,20 @@ from harness.results import load, write_json_atomic, write_text_atomic
 from harness.scenario import load_scenario
 
 
-def make_report(run_dir: str | Path) -> dict[str, Any]:
-    """Analyse a run folder and write ``report.json`` and ``report.md`` into it."""
+def make_report(run_dir: str | Path, charts: bool = True) -> dict[str, Any]:
+    """Analyse a run folder; write ``report.json``, ``report.md`` and (with charts) the
+    PNG charts under ``charts/`` and a self-contained ``report.html``."""
     path = Path(run_dir)
     run = load(path)
     scenario = load_scenario(path / "scenario.yaml").scenario
     report = analyse(run, scenario)
     write_json_atomic(path / "report.json", report)
     write_text_atomic(path / "report.md", markdown(report))
+    if charts and report["builds"]:
+        from harness.html import write_html
+        from harness.plots import draw_charts
+
+        write_html(path, report, draw_charts(run, scenario, path / "charts"))
     return report
 
 

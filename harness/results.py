@@ -24,11 +24,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from harness.errors import InputError
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
 
 SAMPLE_DTYPES = {
     "endpoint": "string",
@@ -91,23 +94,40 @@ def samples_from_csv(csv_path: Path) -> pd.DataFrame:
     """Read the load generator's CSV (possibly cut short by a kill) into typed columns."""
     if not csv_path.exists() or csv_path.stat().st_size == 0:
         return pd.DataFrame({c: pd.Series(dtype=d) for c, d in SAMPLE_DTYPES.items()})
-    frame = pd.read_csv(
-        csv_path, on_bad_lines="skip", keep_default_na=False, na_values={"end": [""]}
-    )
-    frame = frame.dropna(subset=["intended_start"])
-    for col in ("error", "outcome"):
+    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
+    for col in ("index", "intended_start", "actual_start", "end", "status"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    # A killed writer can leave its last line cut short: keep only whole rows.
+    frame = frame.dropna(subset=["index", "intended_start", "actual_start", "status"])
+    for col in ("endpoint", "error", "outcome"):
         frame[col] = frame[col].fillna("")
     return frame.astype(SAMPLE_DTYPES)
 
 
 @dataclass
 class BuildResult:
-    """One build's frames, as ``load`` returns them."""
+    """One build's frames, as ``load`` returns them (one per repetition with ``--repeat``)."""
 
     name: str
     samples: pd.DataFrame
     metrics: pd.DataFrame
     info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def build(self) -> str:
+        """The scenario's build name (``name`` is ``before.r2`` for repetition 2)."""
+        return str(self.info.get("build", self.name))
+
+    @property
+    def repetition(self) -> int:
+        return int(self.info.get("repetition", 1))
+
+    @property
+    def t0(self) -> float:
+        """Unix time of the measured window's start (after warmup)."""
+        if "t0" in self.info:
+            return float(self.info["t0"])
+        return float(self.samples["intended_start"].min()) if len(self.samples) else 0.0
 
 
 @dataclass
@@ -117,6 +137,22 @@ class RunResult:
     path: Path
     manifest: dict[str, Any]
     builds: dict[str, BuildResult]
+
+    @property
+    def scenario(self) -> Scenario:
+        """The scenario exactly as the run read it (its copy in the run folder)."""
+        from harness.scenario import load_scenario
+
+        return load_scenario(self.path / "scenario.yaml").scenario
+
+
+def latest(root: str | Path = "results", scenario: str | None = None) -> Path:
+    """The newest run folder under ``root`` (optionally of one scenario)."""
+    pattern = f"{scenario}/*/manifest.json" if scenario else "*/*/manifest.json"
+    runs = sorted(Path(root).glob(pattern), key=lambda p: p.parent.name)
+    if not runs:
+        raise InputError(f"no run folders under {root}" + (f"/{scenario}" if scenario else ""))
+    return runs[-1].parent
 
 
 def load(run_dir: str | Path) -> RunResult:

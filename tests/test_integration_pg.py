@@ -91,7 +91,8 @@ def test_retry_outside_breaker_stops_calling_a_hung_gateway(pg_factory: Factory)
             outcomes.append(type(exc).__name__)
     # Two payments x two attempts fill the window of 4 and open the breaker.
     assert outcomes == ["PgTimeout"] * 2 + ["CallNotPermittedError"] * 4
-    assert hung.metric("pg_calls_total") == 4
+    assert hung.metric("pg_calls_received_total") == 4
+    assert hung.metric("pg_calls_total") == 4  # finished: each client gave up after 0.2 s
     assert breaker.metrics().not_permitted_calls == 4
     assert retry.metrics().retries == 2
     client.close()
@@ -120,6 +121,8 @@ def test_gateway_holds_hundreds_of_hung_calls_and_counts_them(pg_factory: Factor
             await asyncio.sleep(2.0)
             in_flight = await asyncio.to_thread(hung.metric, "pg_calls_in_flight")
             assert in_flight == n
+            received = await asyncio.to_thread(hung.metric, "pg_calls_received_total")
+            assert received == n  # counted on arrival, while they still hang
             return await asyncio.gather(*tasks)
 
     results = asyncio.run(fire())

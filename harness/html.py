@@ -1,0 +1,233 @@
+"""``report.html``: the whole report as one self-contained page, readable offline.
+
+Everything is inline (CSS in a ``<style>``, charts as base64 ``data:`` URIs),
+there is no script, and a Content-Security-Policy forbids any fetch, so the
+file can be mailed, attached to a CI run or opened years later and look the
+same. All text from the report is escaped. Sections of the report this
+module does not know (per-phase figures, gate results...) are left out rather
+than guessed at, and missing optional keys show as "-".
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.plots import CAPTIONS, CHARTS
+from harness.report import _fmt, _header, headline_rows
+from harness.results import harness_version, write_text_atomic
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+"""Nothing may be fetched: images only from data: URIs, styles only inline."""
+
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+       color: #222; max-width: 1240px; margin: 2em auto; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: .2em; }
+h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+h3 { font-size: 1.05em; margin: 1.4em 0 .4em; }
+.status { display: inline-block; padding: .1em .6em; border-radius: .8em; font-weight: 600;
+          background: #eee; }
+.status-completed { background: #d9f2d9; color: #1e5e1e; }
+.status-failed, .status-interrupted { background: #f8d7d7; color: #7a1a1a; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #d0d0d0; padding: .28em .7em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+thead th { background: #f3f3f3; }
+tbody tr:nth-child(even) { background: #fafafa; }
+.text { text-align: left; }
+dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1.2em; }
+dt { font-weight: 600; }
+dd { margin: 0; }
+figure { margin: 1.5em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #e3e3e3; }
+figcaption { color: #555; font-size: .92em; margin-top: .3em; }
+.note { color: #666; font-style: italic; }
+footer { margin-top: 3em; color: #888; font-size: .85em; }
+"""
+
+
+def _e(value: Any) -> str:
+    """Escape anything for HTML text or attribute values; None shows as '-'."""
+    return html.escape("-" if value is None else str(value), quote=True)
+
+
+def _table(
+    header: Sequence[str], rows: Iterable[Sequence[Any]], text_cols: Iterable[int] = ()
+) -> str:
+    """A semantic table; ``text_cols`` are left-aligned (numbers align right)."""
+    left = set(text_cols)
+    head = "".join(f'<th scope="col"{_cls(i in left)}>{_e(h)}</th>' for i, h in enumerate(header))
+    body = []
+    for cells in rows:
+        tds = []
+        for i, cell in enumerate(cells):
+            if i == 0:
+                tds.append(f'<th scope="row">{_e(cell)}</th>')
+            else:
+                tds.append(f"<td{_cls(i in left)}>{_e(cell)}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _cls(text: bool) -> str:
+    return ' class="text"' if text else ""
+
+
+def _num(value: Any, unit: str = "") -> str:
+    """Format like report.md does, tolerating missing or non-numeric values."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-" if value is None else str(value)
+    return _fmt(float(value), unit)
+
+
+def _get(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...`` or None when any level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _summary(report: Mapping[str, Any]) -> str:
+    """Seed, window and warmup, then the phases and the traffic the scenario asked for."""
+    fault = report.get("fault_window_s") or []
+    facts = [
+        ("seed", report.get("seed")),
+        ("measured window", f"{_num(report.get('duration_s'))} s"),
+        ("warmup (excluded)", f"{_num(report.get('warmup_s'))} s"),
+        ("fault window", f"{_num(fault[0])}–{_num(fault[1])} s" if len(fault) == 2 else "none"),
+        ("baseline build", report.get("baseline")),
+    ]
+    parts = ["<dl>", *(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts), "</dl>"]
+    phases = [
+        [p.get("name"), _num(p.get("start_s")), _num(p.get("end_s")), p.get("fault")]
+        for p in report.get("phases") or []
+        if isinstance(p, Mapping)
+    ]
+    if phases:
+        parts.append("<h3>Gateway phases</h3>")
+        parts.append(_table(["phase", "start (s)", "end (s)", "fault"], phases, text_cols=[3]))
+    endpoints = [
+        [
+            name,
+            e.get("method"),
+            e.get("path"),
+            _num(e.get("rate")),
+            "yes" if e.get("calls_gateway") else "no",
+        ]
+        for name, e in (report.get("endpoints") or {}).items()
+        if isinstance(e, Mapping)
+    ]
+    if endpoints:
+        parts.append("<h3>Traffic (open model)</h3>")
+        header = ["endpoint", "method", "path", "rate (req/s)", "calls the gateway"]
+        parts.append(_table(header, endpoints, text_cols=[1, 2, 4]))
+    return "\n".join(parts)
+
+
+def _headline(report: Mapping[str, Any]) -> str:
+    """The before/after table of report.md, or a note saying why it cannot be built."""
+    try:
+        return _table(_header(dict(report)), headline_rows(dict(report)))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return f'<p class="note">No headline table: the report lacks {_e(exc)}.</p>'
+
+
+def _build_tables(report: Mapping[str, Any]) -> str:
+    """Per build, one row per endpoint: volume, success, latency percentiles, errors."""
+    header = ["endpoint", "requests", "rps", "offered rps", "success"]
+    header += ["p50", "p95", "p99", "max", "errors"]
+    parts = []
+    for name, build in (report.get("builds") or {}).items():
+        if not isinstance(build, Mapping):
+            continue
+        title = f"{name} ({build.get('profile', '-')}), {build.get('status', '-')}"
+        rows = []
+        for ep, s in (build.get("endpoints") or {}).items():
+            lat = _get(s, "latency_s") or {}
+            errors = _get(s, "errors") or {}
+            error_text = ", ".join(f"{k}: {v}" for k, v in errors.items()) or "-"
+            rows.append(
+                [ep, _num(_get(s, "requests")), _num(_get(s, "achieved_rps"))]
+                + [_num(_get(s, "offered_rps")), _num(_get(s, "success_pct"), "%")]
+                + [_num(lat.get(q), "s") for q in ("p50", "p95", "p99", "max")]
+                + [error_text]
+            )
+        parts.append(f"<h3>{_e(title)}</h3>")
+        parts.append(_table(header, rows, text_cols=[9]) if rows else '<p class="note">-</p>')
+    return "\n".join(parts) or '<p class="note">No build produced samples.</p>'
+
+
+def _charts(charts: Mapping[str, Path]) -> str:
+    """Each chart inline as a data: URI, in the usual order, with its caption."""
+    keys = [k for k in CHARTS if k in charts] + [k for k in charts if k not in CHARTS]
+    parts = []
+    for key in keys:
+        caption = CAPTIONS.get(key, key.replace("_", " "))
+        try:
+            data = base64.b64encode(Path(charts[key]).read_bytes()).decode("ascii")
+        except OSError:
+            parts.append(f'<p class="note">Chart {_e(key)} is missing.</p>')
+            continue
+        parts.append(
+            f'<figure id="chart-{_e(key)}"><img src="data:image/png;base64,{data}" '
+            f'alt="{_e(caption)}"><figcaption>{_e(caption)}</figcaption></figure>'
+        )
+    return "\n".join(parts) or '<p class="note">No charts.</p>'
+
+
+def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
+    """The report as one HTML page: summary, headline table, per-build tables, charts."""
+    scenario, run_id, status = report.get("scenario"), report.get("run_id"), report.get("status")
+    status_class = "".join(c for c in str(status) if c.isalnum())
+    title = f"{scenario} — run {run_id} ({status})"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{STYLE}</style>
+</head>
+<body>
+<header>
+<h1>{_e(scenario)} <small>run {_e(run_id)}</small></h1>
+<p>Status: <span class="status status-{status_class}">{_e(status)}</span></p>
+</header>
+<main>
+<section id="scenario">
+<h2>Scenario</h2>
+{_summary(report)}
+</section>
+<section id="headline">
+<h2>Before / after</h2>
+<p>Latency is completion minus <em>intended</em> start (no coordinated omission).
+Busy workers and blocked calls/s are over the fault window.</p>
+{_headline(report)}
+</section>
+<section id="builds">
+<h2>Per build and endpoint</h2>
+{_build_tables(report)}
+</section>
+<section id="charts">
+<h2>Charts</h2>
+{_charts(charts)}
+</section>
+</main>
+<footer>harness {_e(harness_version())} · schema {_e(report.get("schema"))}</footer>
+</body>
+</html>
+"""
+
+
+def write_html(run_dir: Path, report: dict[str, Any], charts: dict[str, Path]) -> Path:
+    """Write ``run_dir/report.html`` atomically; returns its path."""
+    path = Path(run_dir) / "report.html"
+    write_text_atomic(path, render_html(report, charts))
+    return path

@@ -1,0 +1,127 @@
+"""Charts: the five PNGs from a real run, and from runs with data missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pytest
+from matplotlib.image import imread
+
+from harness.plots import BUILD_COLOURS, CHARTS, draw_charts
+from harness.results import SAMPLE_DTYPES, BuildResult, RunResult, load
+from harness.scenario import Scenario, load_scenario, load_scenario_text
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _pixels(path: Path) -> npt.NDArray[np.uint8]:
+    """The image's RGB pixels as 0-255 integers, one row per pixel."""
+    assert path.read_bytes()[:8] == PNG_MAGIC, f"{path.name} is not a PNG"
+    image = imread(path)
+    assert image.ndim == 3 and image.shape[2] in (3, 4)
+    height, width = image.shape[:2]
+    assert 800 <= width <= 2000, f"{path.name}: width {width}"
+    assert 250 <= height <= 2500, f"{path.name}: height {height}"
+    rgb = np.asarray(image[..., :3], dtype=float)
+    return np.asarray(np.round(rgb * 255), dtype=np.uint8).reshape(-1, 3)
+
+
+def _has_colour(pixels: npt.NDArray[np.uint8], hex_colour: str, tolerance: int = 12) -> bool:
+    want = np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)])
+    return bool((np.abs(pixels.astype(int) - want).max(axis=1) <= tolerance).any())
+
+
+def _assert_not_blank(path: Path) -> npt.NDArray[np.uint8]:
+    pixels = _pixels(path)
+    assert len(np.unique(pixels, axis=0)) >= 8, f"{path.name} looks blank"
+    assert path.stat().st_size > 10_000
+    return pixels
+
+
+def test_charts_of_a_real_run(short_run: Path, tmp_path: Path) -> None:
+    run = load(short_run)
+    scenario = load_scenario(short_run / "scenario.yaml").scenario
+    out = tmp_path / "charts"
+    paths = draw_charts(run, scenario, out)
+
+    assert list(paths) == list(CHARTS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{k}.png" for k in CHARTS)
+    for key, path in paths.items():
+        assert path == out / f"{key}.png"
+        pixels = _assert_not_blank(path)
+        if key in ("busy_workers", "gateway_calls", "latency_over_time"):
+            # Both builds drew something, each in its own colour.
+            assert _has_colour(pixels, BUILD_COLOURS[0]), key
+            assert _has_colour(pixels, BUILD_COLOURS[1]), key
+
+
+SCENARIO = """\
+name: tiny
+seed: 1
+warmup: 1s
+duration: 10s
+traffic:
+  payments: {method: POST, path: /api/payments, rate: 2, calls-gateway: true}
+  products: {path: /api/products, rate: 1}
+pg:
+  phases:
+    - {name: calm, start: 0s, duration: 4s, fault: {type: healthy}}
+    - {name: storm, start: 4s, duration: 6s, fault: {type: error}}
+builds:
+  only: {profile: retry-only, workers: 4}
+"""
+
+
+def _tiny_scenario() -> Scenario:
+    return load_scenario_text(SCENARIO).scenario
+
+
+def _samples(n: int, t0: float) -> pd.DataFrame:
+    """``n`` payments one every 0.5 s from the warmup on; the last one never finished."""
+    start = t0 - 1.0 + 0.5 * np.arange(n)
+    end = start + 0.01
+    if n:
+        end[-1] = np.nan
+    frame = pd.DataFrame(
+        {
+            "endpoint": ["payments"] * n,
+            "index": np.arange(n),
+            "intended_start": start,
+            "actual_start": start,
+            "end": end,
+            "status": [200] * n,
+            "error": [""] * n,
+            "outcome": ["APPROVED"] * n,
+        }
+    )
+    return frame.astype(SAMPLE_DTYPES)
+
+
+NO_METRICS = pd.DataFrame(columns=["t", "source", "series", "labels", "value"])
+
+
+@pytest.mark.parametrize("n_samples", [0, 1, 20])
+def test_charts_without_metrics_do_not_raise(tmp_path: Path, n_samples: int) -> None:
+    t0 = 1_800_000_000.0
+    build = BuildResult("only", _samples(n_samples, t0), NO_METRICS, {"t0": t0})
+    run = RunResult(tmp_path, {"status": "failed"}, {"only": build})
+
+    paths = draw_charts(run, _tiny_scenario(), tmp_path / "charts")
+
+    assert list(paths) == list(CHARTS)
+    for path in paths.values():
+        _assert_not_blank(path)
+
+
+def test_charts_of_a_run_without_builds_or_t0(tmp_path: Path) -> None:
+    """A run that died before any build started still gets charts that say so."""
+    empty = RunResult(tmp_path, {}, {})
+    paths = draw_charts(empty, _tiny_scenario(), tmp_path / "empty")
+    assert all(p.exists() for p in paths.values())
+
+    no_t0 = BuildResult("only", _samples(5, 1_800_000_000.0), NO_METRICS, {})
+    paths = draw_charts(RunResult(tmp_path, {}, {"only": no_t0}), _tiny_scenario(), tmp_path)
+    assert all(p.exists() for p in paths.values())

@@ -1,0 +1,58 @@
+"""Run folders: never overwritten, atomic writes, loading back, finding the newest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.errors import InputError
+from harness.results import latest, load, new_run_dir, samples_from_csv, write_json_atomic
+
+
+def test_run_dirs_are_unique_and_latest_finds_the_newest(tmp_path: Path) -> None:
+    first = new_run_dir(tmp_path, "s")
+    second = new_run_dir(tmp_path, "s")
+    assert first != second
+    with pytest.raises(InputError, match="no run folders"):
+        latest(tmp_path)
+    for run in (first, second):
+        write_json_atomic(run / "manifest.json", {"run_id": run.name, "builds": {}})
+    assert latest(tmp_path) == max(first, second, key=lambda p: p.name)
+    assert latest(tmp_path, "s") == latest(tmp_path)
+    assert not list(tmp_path.rglob(".*.tmp"))
+
+
+def test_load_falls_back_to_the_live_csv_of_an_interrupted_build(tmp_path: Path) -> None:
+    run = new_run_dir(tmp_path, "s")
+    (run / "before.r2").mkdir()
+    (run / "before.r2" / "samples.csv").write_text(
+        "endpoint,index,intended_start,actual_start,end,status,error,outcome\n"
+        "p,0,10.0,10.001,10.2,200,,\n"
+        "p,1,10.1,10.101,,0,Unfinished,\n"
+        "p,2,10.2,10.2"  # cut mid-line by a kill
+    )
+    write_json_atomic(
+        run / "manifest.json",
+        {
+            "status": "interrupted",
+            "builds": {"before.r2": {"build": "before", "repetition": 2, "t0": 9.5}},
+        },
+    )
+    result = load(run)
+    build = result.builds["before.r2"]
+    assert (build.build, build.repetition, build.t0) == ("before", 2, 9.5)
+    assert len(build.samples) == 2
+    assert build.samples["end"].isna().tolist() == [False, True]
+    assert json.loads((run / "manifest.json").read_text())["status"] == "interrupted"
+
+
+def test_empty_csv_gives_typed_empty_frame(tmp_path: Path) -> None:
+    frame = samples_from_csv(tmp_path / "missing.csv")
+    assert len(frame) == 0 and str(frame["intended_start"].dtype) == "float64"
+
+
+def test_not_a_run_folder(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a run folder"):
+        load(tmp_path)
