@@ -217,8 +217,48 @@ class BuildSeries:
         return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
 
 
+def ledger_figures(ledger: pd.DataFrame, payments: pd.DataFrame) -> dict[str, Any] | None:
+    """Duplicate calls per payment and the reconciliation of gateway and target records.
+
+    Covers the whole run (warmup and drain included): a payment approved at the
+    gateway but recorded FAILED or TIMEOUT_UNKNOWN by the target is a consistency
+    hole whenever it happens (seed 002).
+    """
+    if ledger.empty:
+        return None
+    per_key = ledger.groupby("key").size()
+    approved = set(ledger.loc[ledger["decision"] == "approved", "key"])
+    out: dict[str, Any] = {
+        "calls": len(ledger),
+        "keys": len(per_key),
+        "duplicate_keys": int((per_key > 1).sum()),
+        "max_calls_per_key": int(per_key.max()),
+        "client_gone": int(ledger["client_gone"].sum()),
+        "approved_at_gateway": len(approved),
+    }
+    if not payments.empty:
+        recorded = payments.set_index("idempotency_key")["status"]
+        status_of_approved = recorded[recorded.index.isin(approved)]
+        out["reconciliation"] = {
+            "payments_recorded": len(recorded),
+            "approved_both": int((status_of_approved == "APPROVED").sum()),
+            "approved_but_failed": int((status_of_approved == "FAILED").sum()),
+            "approved_but_unknown": int((status_of_approved == "TIMEOUT_UNKNOWN").sum()),
+            "approved_but_pending": int((status_of_approved == "PENDING").sum()),
+            "recorded_approved_not_at_gateway": int(
+                ((recorded == "APPROVED") & ~recorded.index.isin(approved)).sum()
+            ),
+        }
+    return out
+
+
 def build_figures(
-    scenario: Scenario, samples: pd.DataFrame, metrics: pd.DataFrame, info: dict[str, Any]
+    scenario: Scenario,
+    samples: pd.DataFrame,
+    metrics: pd.DataFrame,
+    info: dict[str, Any],
+    ledger: pd.DataFrame | None = None,
+    payments: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Every figure of one build: whole window, fault window, each phase, and timeline."""
     data = BuildSeries(scenario, samples, metrics, info)
@@ -261,6 +301,10 @@ def build_figures(
         },
         "timeline": data.timeline(),
         "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
+        "ledger": ledger_figures(
+            ledger if ledger is not None else pd.DataFrame(),
+            payments if payments is not None else pd.DataFrame(),
+        ),
     }
 
 
@@ -274,8 +318,8 @@ def _flat_window(figures: dict[str, Any], suffix: str, flat: dict[str, float | N
             flat[f"{ep}.latency_s.{q}{suffix}"] = stats["latency_s"][q]
         flat[f"{ep}.success_pct{suffix}"] = stats["success_pct"]
         flat[f"{ep}.achieved_rps{suffix}"] = stats["achieved_rps"]
-    for section in ("workers", "breaker", "pg", "timeline"):
-        for key, value in figures.get(section, {}).items():
+    for section in ("workers", "breaker", "pg", "timeline", "ledger"):
+        for key, value in (figures.get(section) or {}).items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 flat[f"{section}.{key}{suffix}"] = float(value)
 
@@ -366,7 +410,9 @@ def analyse(run: RunResult, scenario: Scenario) -> dict[str, Any]:
         if not len(b.samples):
             continue
         name = str(b.info.get("build", key))
-        per_build.setdefault(name, []).append(build_figures(scenario, b.samples, b.metrics, b.info))
+        per_build.setdefault(name, []).append(
+            build_figures(scenario, b.samples, b.metrics, b.info, b.ledger, b.payments)
+        )
         status[name] = str(b.info.get("status"))
     figures = {name: combine_repetitions(reps, scenario.seed) for name, reps in per_build.items()}
     baseline = next(iter(figures), None)

@@ -130,7 +130,89 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{errors} |"
             )
         lines.append("")
+    lines += _phase_section(report) + _ledger_section(report)
     return "\n".join(lines)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out + [""]
+
+
+def _phase_section(report: dict[str, Any]) -> list[str]:
+    """Figures cut by phase: whole-run percentiles mix the outage with normal time."""
+    builds = report["builds"]
+    if not report["phases"] or not builds:
+        return []
+    rows = []
+    for phase in report["phases"]:
+        name = phase["name"]
+        for build, b in builds.items():
+            window = b.get("phases", {}).get(name)
+            if window is None:
+                continue
+            cells = [name, build]
+            for ep in report["endpoints"]:
+                lat = window["endpoints"][ep]["latency_s"]
+                cells.append(f"{_fmt(lat['p95'], 's')} / {_fmt(lat['p99'], 's')}")
+            cells += [
+                _fmt(window["workers"]["busy_p50"]),
+                _fmt(window["breaker"]["blocked_per_s"]),
+                _fmt(window["pg"]["amplification"]),
+            ]
+            rows.append(cells)
+    header = ["phase", "build", *(f"{ep} p95 / p99" for ep in report["endpoints"])]
+    header += ["busy p50", "blocked/s", "amplification"]
+    timeline = [
+        [
+            b,
+            _fmt(t.get("time_to_open_s"), "s"),
+            _fmt(t.get("time_to_recover_s"), "s"),
+            _fmt(t.get("blocked_pct_healthy"), "%"),
+        ]
+        for b, t in ((b, builds[b].get("timeline", {})) for b in builds)
+    ]
+    return (
+        ["## By phase", ""]
+        + _table(header, rows)
+        + _table(["build", "time to open", "time to recover", "blocked while healthy"], timeline)
+    )
+
+
+def _ledger_section(report: dict[str, Any]) -> list[str]:
+    """What the gateway saw, and payments it approved that the target recorded otherwise."""
+    rows = []
+    for build, b in report["builds"].items():
+        led = b.get("ledger")
+        if not led:
+            continue
+        rec = led.get("reconciliation", {})
+        rows.append(
+            [
+                build,
+                _fmt(led["calls"]),
+                _fmt(led["keys"]),
+                _fmt(led["duplicate_keys"]),
+                _fmt(led["max_calls_per_key"]),
+                _fmt(led["approved_at_gateway"]),
+                _fmt(rec.get("approved_but_failed")),
+                _fmt(rec.get("approved_but_unknown")),
+            ]
+        )
+    if not rows:
+        return []
+    header = [
+        "build",
+        "gateway calls",
+        "payment keys",
+        "keys called twice+",
+        "max calls/key",
+        "approved at gateway",
+        "… recorded FAILED",
+        "… recorded TIMEOUT_UNKNOWN",
+    ]
+    return ["## Gateway ledger (whole run)", ""] + _table(header, rows)
 
 
 def terminal_table(report: dict[str, Any]) -> Table:

@@ -7,6 +7,8 @@
       scenario.yaml            the scenario exactly as it was read
       <build>/samples.parquet  one row per request
       <build>/metrics.parquet  every scraped sample (t, source, series, labels, value)
+      <build>/pg.parquet       every call the gateway received (its ledger)
+      <build>/payments.parquet the target's own payment records
       <build>/*.log            output of the processes the build started
       report.json  report.md
 
@@ -104,6 +106,59 @@ def samples_from_csv(csv_path: Path) -> pd.DataFrame:
     return frame.astype(SAMPLE_DTYPES)
 
 
+LEDGER_DTYPES = {
+    "arrival": "float64",
+    "key": "string",
+    "attempt": "int64",
+    "phase": "string",
+    "fault": "string",
+    "status": "int64",
+    "decision": "string",
+    "duration_s": "float64",
+    "client_gone": "bool",
+}
+PAYMENT_DTYPES = {
+    "idempotency_key": "string",
+    "amount": "int64",
+    "status": "string",
+    "reason": "string",
+    "created_at": "float64",
+    "updated_at": "float64",
+}
+
+
+def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in dtypes.items()})
+
+
+def ledger_from_csv(csv_path: Path) -> pd.DataFrame:
+    """The gateway's ledger (one row per call it received), keeping only whole rows."""
+    if not csv_path.exists() or csv_path.stat().st_size == 0:
+        return _empty(LEDGER_DTYPES)
+    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
+    for col in ("arrival", "attempt", "status", "duration_s"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    frame = frame.dropna(subset=["arrival", "attempt", "status"])
+    frame["duration_s"] = frame["duration_s"].astype(float)
+    frame["client_gone"] = frame["client_gone"].str.lower().isin(("true", "1"))
+    return frame[list(LEDGER_DTYPES)].astype(LEDGER_DTYPES)
+
+
+def payments_from_sqlite(db_path: Path) -> pd.DataFrame:
+    """The reference target's own payment records, read once it has stopped (off the hot path)."""
+    import sqlite3
+
+    if not db_path.exists():
+        return _empty(PAYMENT_DTYPES)
+    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
+        frame = pd.read_sql_query(
+            "SELECT idempotency_key, amount, status, COALESCE(reason, '') AS reason,"
+            " created_at, updated_at FROM payments",
+            conn,
+        )
+    return frame.astype(PAYMENT_DTYPES)
+
+
 @dataclass
 class BuildResult:
     """One build's frames, as ``load`` returns them (one per repetition with ``--repeat``)."""
@@ -112,6 +167,10 @@ class BuildResult:
     samples: pd.DataFrame
     metrics: pd.DataFrame
     info: dict[str, Any] = field(default_factory=dict)
+    ledger: pd.DataFrame = field(default_factory=lambda: _empty(LEDGER_DTYPES))
+    """Every call the gateway received (``pg.parquet``)."""
+    payments: pd.DataFrame = field(default_factory=lambda: _empty(PAYMENT_DTYPES))
+    """The target's payment records (``payments.parquet``), where the target keeps them."""
 
     @property
     def build(self) -> str:
@@ -177,5 +236,15 @@ def load(run_dir: str | Path) -> RunResult:
             if metrics_path.exists()
             else pd.DataFrame(columns=["t", "source", "series", "labels", "value"])
         )
-        builds[name] = BuildResult(name, samples, metrics, info)
+        ledger = (
+            pd.read_parquet(bdir / "pg.parquet")
+            if (bdir / "pg.parquet").exists()
+            else ledger_from_csv(bdir / "pg-ledger.csv")
+        )
+        payments = (
+            pd.read_parquet(bdir / "payments.parquet")
+            if (bdir / "payments.parquet").exists()
+            else _empty(PAYMENT_DTYPES)
+        )
+        builds[name] = BuildResult(name, samples, metrics, info, ledger, payments)
     return RunResult(path, manifest, builds)

@@ -34,7 +34,9 @@ from harness.procs import (
 from harness.results import (
     harness_version,
     host_info,
+    ledger_from_csv,
     new_run_dir,
+    payments_from_sqlite,
     samples_from_csv,
     utc_now,
     write_json_atomic,
@@ -390,6 +392,11 @@ class Experiment:
         if scraper is not None:
             write_parquet_atomic(scraper.frame(), bdir / "metrics.parquet")
             info["scrape_failures"] = dict(scraper.failures)
+        ledger = ledger_from_csv(bdir / "pg-ledger.csv")
+        write_parquet_atomic(ledger, bdir / "pg.parquet")
+        info["pg_calls"] = len(ledger)
+        # Read after the target stopped: recording payments costs the hot path nothing extra.
+        write_parquet_atomic(payments_from_sqlite(bdir / "shop.sqlite"), bdir / "payments.parquet")
 
 
 def _read_json(path: Path) -> dict[str, Any]:
