@@ -323,6 +323,10 @@ _KEY = "\x00key"
 """Path suffix under which the index keeps a mapping key's own node (for unknown keys)."""
 
 
+def _problem_at(file: str, node: yaml.Node, field: str, message: str) -> Problem:
+    return Problem(file, node.start_mark.line + 1, node.start_mark.column + 1, field, message)
+
+
 def _index_nodes(
     node: yaml.Node, path: _Path, index: dict[_Path, yaml.Node], problems: list[Problem], file: str
 ) -> None:
@@ -336,10 +340,9 @@ def _index_nodes(
                 continue
             if key in seen:
                 problems.append(
-                    Problem(
+                    _problem_at(
                         file,
-                        key_node.start_mark.line + 1,
-                        key_node.start_mark.column + 1,
+                        key_node,
                         ".".join(str(p) for p in (*path, key)),
                         "duplicate key (YAML would silently keep only the last one)",
                     )
@@ -403,15 +406,7 @@ def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
                 node = index.get((*path, _KEY), node)
             missing_key = error["type"] == "missing"
             field = ".".join(str(p) for p in (path + loc[-1:] if missing_key else path))
-            problems.append(
-                Problem(
-                    file,
-                    node.start_mark.line + 1,
-                    node.start_mark.column + 1,
-                    field,
-                    _describe(error),
-                )
-            )
+            problems.append(_problem_at(file, node, field, _describe(error)))
         raise ScenarioError(problems) from None
     problems += _gate_problems(scenario, index, file)
     if problems:
@@ -430,16 +425,7 @@ def _gate_problems(scenario: Scenario, index: dict[_Path, yaml.Node], file: str)
         except GateSyntaxError as exc:
             messages = [str(exc)]
         node = index.get(("gates", i, "expr"), index.get(("gates", i), index[()]))
-        for message in messages:
-            problems.append(
-                Problem(
-                    file,
-                    node.start_mark.line + 1,
-                    node.start_mark.column + 1,
-                    f"gates.{i}",
-                    message,
-                )
-            )
+        problems += [_problem_at(file, node, f"gates.{i}", m) for m in messages]
     return problems
 
 

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,10 @@ def test_breaker_contains_a_hung_gateway(short_run: Path) -> None:
     assert again.returncode == 0 and "products p95" in again.stdout
 
 
-def test_sigint_stops_everything_and_keeps_results(tmp_path: Path) -> None:
+def _disturb_run(
+    tmp_path: Path, disturb: Callable[[Path, subprocess.Popen[str]], None]
+) -> tuple[subprocess.Popen[str], str, str, Path]:
+    """Start a long real run, do ``disturb`` once its load runs, and wait for the exit."""
     results = tmp_path / "results"
     proc = subprocess.Popen(
         harness_cmd("run", str(short_scenario(tmp_path, "60s", "50s")), "--results", str(results)),
@@ -97,12 +101,21 @@ def test_sigint_stops_everything_and_keeps_results(tmp_path: Path) -> None:
     )
     try:
         run_dir = _wait_for_load(results, "before")
-        time.sleep(6)
-        proc.send_signal(signal.SIGINT)
+        disturb(run_dir, proc)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.communicate()
+    return proc, out, err, run_dir
+
+
+def test_sigint_stops_everything_and_keeps_results(tmp_path: Path) -> None:
+    def interrupt(run_dir: Path, proc: subprocess.Popen[str]) -> None:
+        time.sleep(6)
+        proc.send_signal(signal.SIGINT)
+
+    proc, out, err, run_dir = _disturb_run(tmp_path, interrupt)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err
     manifest = _manifest(run_dir)
@@ -115,23 +128,12 @@ def test_sigint_stops_everything_and_keeps_results(tmp_path: Path) -> None:
 
 
 def test_a_dying_target_fails_the_run_but_keeps_its_results(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    proc = subprocess.Popen(
-        harness_cmd("run", str(short_scenario(tmp_path, "60s", "50s")), "--results", str(results)),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        run_dir = _wait_for_load(results, "before")
+    def kill_target(run_dir: Path, proc: subprocess.Popen[str]) -> None:
         time.sleep(3)
         target_pid = _manifest(run_dir)["builds"]["before"]["processes"]["target"]
         os.killpg(target_pid, signal.SIGKILL)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    proc, out, err, run_dir = _disturb_run(tmp_path, kill_target)
     assert proc.returncode == 3, out + err
     assert "target exited" in err
     manifest = _manifest(run_dir)
