@@ -339,6 +339,46 @@ def pg(
     serve(gateway, sock)
 
 
+@app.command()
+def proxy(
+    upstream: Annotated[
+        str, typer.Option(help="loopback HOST:PORT of the dependency to break", show_default=False)
+    ],
+    listen: Annotated[
+        str, typer.Option(help="loopback HOST:PORT to accept on (port 0 = any free port)")
+    ] = "127.0.0.1:0",
+    schedule: Annotated[
+        Path | None, typer.Option(help="YAML file: phases: [{name, start, duration, toxics}]")
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="seeds which connections a toxic hits, jitter, slice sizes")
+    ] = 0,
+    t0: Annotated[
+        float | None, typer.Option(help="Unix time the schedule counts from (default: now)")
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="serve GET /metrics on 127.0.0.1:PORT (0 = any free port)")
+    ] = None,
+) -> None:
+    """Forward TCP to a local dependency and break it with Toxiproxy-style toxics on a schedule."""
+    from harness.proxy import Proxy, load_schedule, serve
+
+    try:
+        loaded = load_schedule(schedule) if schedule is not None else None
+        tcp_proxy = Proxy(listen, upstream, seed=seed, schedule=loaded, t0=t0)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    try:
+        serve(
+            tcp_proxy,
+            metrics_port,
+            announce=lambda line: console.print(line, highlight=False, markup=False),
+        )
+    except RunError as exc:
+        err.print(f"[red]proxy failed[/red]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_RUN) from None
+
+
 def main() -> None:  # pragma: no cover - console entry point alias
     app()
 

@@ -56,3 +56,12 @@ def test_empty_csv_gives_typed_empty_frame(tmp_path: Path) -> None:
 def test_not_a_run_folder(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a run folder"):
         load(tmp_path)
+
+
+def test_public_face() -> None:
+    import harness
+
+    assert harness.__all__ == sorted(harness.__all__)
+    assert harness.load_run is load and harness.latest_run is latest
+    for name in harness.__all__:
+        assert getattr(harness, name) is not None
