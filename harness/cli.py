@@ -361,7 +361,8 @@ def proxy(
     ] = None,
 ) -> None:
     """Forward TCP to a local dependency and break it with Toxiproxy-style toxics on a schedule."""
-    from harness.proxy import Proxy, load_schedule, serve
+    from harness.proxy import Proxy, serve
+    from harness.toxics import load_schedule
 
     try:
         loaded = load_schedule(schedule) if schedule is not None else None

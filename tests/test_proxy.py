@@ -25,13 +25,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.errors import InputError, ScenarioError
 from harness.faults import fate
-from harness.proxy import (
+from harness.proxy import Proxy, main
+from harness.toxics import (
     LatencyToxic,
-    Proxy,
     ProxyConfigError,
     load_schedule,
     load_schedule_text,
-    main,
     parse_address,
 )
 from tests.conftest import ROOT, PgServer

@@ -1,0 +1,248 @@
+"""Toxics and schedules of the TCP fault proxy: what damage to do, and when.
+
+Toxiproxy's toxics (https://github.com/Shopify/toxiproxy#toxics) as typed
+models: latency, bandwidth, slow-close, timeout, reset-peer, slicer,
+limit-data, each with a ``toxicity`` (share of connections hit) and a
+``stream``: ``upstream`` is client -> dependency, ``downstream`` (the default)
+dependency -> client. A schedule turns sets of toxics on and off by phase,
+like a scenario's ``pg.phases``. Also here: the loopback-only address rules.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from harness.durations import Duration
+from harness.errors import InputError, Problem, ScenarioError
+from harness.scenario import _KEY, _describe, _index_nodes, _locate, _Model
+
+Direction = Literal["upstream", "downstream"]
+Stream = Literal["upstream", "downstream", "both"]
+
+HOLD_LIMIT_S = 600.0
+"""Every wait is bounded: a ``timeout: 0`` blackhole closes after this, delays are capped by it."""
+
+
+class ProxyConfigError(InputError, ValueError):
+    """An address or toxic the proxy refuses; the CLI exits 2."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost``, 127.0.0.0/8 and ::1: the only places the proxy listens or dials."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_address(text: str, what: str = "address", *, port_zero: bool = True) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port), refusing non-loopback hosts.
+
+    The proxy is a fault injector for local dependencies, never a relay to or
+    from other machines, so a wrong address is an input error, not a warning.
+    """
+    host, sep, port_text = text.strip().rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port_text.isdigit():
+        raise ProxyConfigError(f"{what} {text!r}: expected HOST:PORT, e.g. 127.0.0.1:5432")
+    port = int(port_text)
+    if not (0 if port_zero else 1) <= port <= 65535:
+        raise ProxyConfigError(f"{what} {text!r}: port out of range")
+    if not is_loopback(host):
+        raise ProxyConfigError(
+            f"{what} {text!r}: only loopback addresses are allowed (127.0.0.0/8, ::1, localhost)"
+        )
+    return host, port
+
+
+# ---------------------------------------------------------------- toxics
+
+
+class _Toxic(_Model):
+    """What every toxic has: the chance it hits a connection and the direction it damages."""
+
+    toxicity: float = Field(1.0, ge=0, le=1, description="probability per connection")
+    stream: Stream = "downstream"
+
+    def directions(self) -> tuple[Direction, ...]:
+        return ("upstream", "downstream") if self.stream == "both" else (self.stream,)
+
+
+class LatencyToxic(_Toxic):
+    """Each chunk leaves ``latency`` +/- ``jitter`` after it arrived (pipelined, like Toxiproxy)."""
+
+    type: Literal["latency"]
+    latency: Duration = Field(ge=0, le=HOLD_LIMIT_S)
+    jitter: Duration = Field(0.0, ge=0, le=HOLD_LIMIT_S)
+
+
+class BandwidthToxic(_Toxic):
+    """Throughput capped at ``rate`` KB/s (1 KB = 1000 bytes, as Toxiproxy), 100 ms slices."""
+
+    type: Literal["bandwidth"]
+    rate: float = Field(ge=1, description="KB/s")
+
+
+class SlowCloseToxic(_Toxic):
+    """The close (EOF) of this stream is passed on ``delay`` late."""
+
+    type: Literal["slow-close"]
+    delay: Duration = Field(ge=0, le=HOLD_LIMIT_S)
+
+
+class TimeoutToxic(_Toxic):
+    """No data passes; the connection is closed ``timeout`` after the toxic came into force.
+
+    ``timeout: 0`` is a blackhole that holds the connection open, bounded by
+    ``HOLD_LIMIT_S``. Held data flows again if the toxic goes before the close.
+    """
+
+    type: Literal["timeout"]
+    timeout: Duration = Field(0.0, ge=0, le=HOLD_LIMIT_S)
+
+
+class ResetPeerToxic(_Toxic):
+    """At the first chunk of this stream: hold it, and RST both sockets ``timeout`` later."""
+
+    type: Literal["reset-peer"]
+    timeout: Duration = Field(0.0, ge=0, le=HOLD_LIMIT_S)
+
+
+class SlicerToxic(_Toxic):
+    """Data cut into ``average-size`` +/- ``size-variation`` byte writes, ``delay`` apart."""
+
+    type: Literal["slicer"]
+    average_size: int = Field(ge=1, le=1 << 20)
+    size_variation: int = Field(0, ge=0)
+    delay: Duration = Field(0.0, ge=0, le=HOLD_LIMIT_S)
+
+    @model_validator(mode="after")
+    def _variation_below_average(self) -> SlicerToxic:
+        if self.size_variation >= self.average_size:
+            raise ValueError("size-variation must be smaller than average-size")
+        return self
+
+
+class LimitDataToxic(_Toxic):
+    """The connection is closed once ``bytes`` bytes passed on this stream."""
+
+    type: Literal["limit-data"]
+    bytes: int = Field(ge=0)
+
+
+Toxic = Annotated[
+    LatencyToxic
+    | BandwidthToxic
+    | SlowCloseToxic
+    | TimeoutToxic
+    | ResetPeerToxic
+    | SlicerToxic
+    | LimitDataToxic,
+    Field(discriminator="type"),
+]
+
+
+class ToxicSet(_Model):
+    """Toxics in force together: at most one of each type per stream (no Toxiproxy chains)."""
+
+    toxics: list[Toxic] = Field(default_factory=list)
+
+    @field_validator("toxics")
+    @classmethod
+    def _one_per_type_and_stream(cls, toxics: list[Toxic]) -> list[Toxic]:
+        seen: set[tuple[str, str]] = set()
+        for toxic in toxics:
+            for direction in toxic.directions():
+                if (toxic.type, direction) in seen:
+                    raise ValueError(f"two {toxic.type} toxics on the {direction} stream")
+                seen.add((toxic.type, direction))
+        return toxics
+
+
+class ProxyPhase(ToxicSet):
+    """A named window of the proxy's time line with its toxics in force."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    start: Duration = Field(ge=0)
+    duration: Duration = Field(gt=0)
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+
+class Schedule(_Model):
+    """Phases counted from the proxy's start (or ``--t0``); outside every phase, no toxics."""
+
+    phases: list[ProxyPhase] = Field(default_factory=list)
+
+    @field_validator("phases")
+    @classmethod
+    def _no_overlap(cls, phases: list[ProxyPhase]) -> list[ProxyPhase]:
+        ordered = sorted(phases, key=lambda p: p.start)
+        for a, b in zip(ordered, ordered[1:], strict=False):
+            if b.start < a.end:
+                raise ValueError(f"phase {b.name!r} starts before phase {a.name!r} ends")
+        names = [p.name for p in phases]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"phase names must be unique, repeated: {dupes}")
+        return ordered
+
+    def phase_at(self, t_s: float) -> ProxyPhase | None:
+        return next((p for p in self.phases if p.start <= t_s < p.end), None)
+
+
+def load_schedule_text(text: str, file: str = "<schedule>") -> Schedule:
+    """Validate schedule YAML; raise ``ScenarioError`` listing every problem (file:line:col)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        raise ScenarioError(
+            [Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]
+        ) from None
+    if root is None or not isinstance(data, dict):
+        raise ScenarioError([Problem(file, 1, 1, "", "expected a mapping with a phases: list")])
+    problems: list[Problem] = []
+    index: dict[tuple[str | int, ...], yaml.Node] = {}
+    _index_nodes(root, (), index, problems, file)
+    try:
+        schedule = Schedule.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            path, node = _locate(loc, index)
+            if error["type"] == "extra_forbidden":
+                node = index.get((*path, _KEY), node)
+            shown = ".".join(
+                str(p) for p in (path + loc[-1:] if error["type"] == "missing" else path)
+            )
+            message = _describe(error).replace("docs/scenario.md", "harness/proxy.py")
+            mark = node.start_mark
+            problems.append(Problem(file, mark.line + 1, mark.column + 1, shown, message))
+        raise ScenarioError(problems) from None
+    if problems:
+        raise ScenarioError(problems)
+    return schedule
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read and validate a schedule file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(
+            [Problem(str(path), None, None, "", f"cannot read: {exc.strerror}")]
+        ) from None
+    return load_schedule_text(text, str(path))
