@@ -426,7 +426,7 @@ def analyse(run: RunResult, scenario: Scenario) -> dict[str, Any]:
         "warmup_s": scenario.warmup,
         "fault_window_s": list(scenario.fault_window() or ()),
         "phases": [
-            {"name": p.name, "start_s": p.start, "end_s": p.end, "fault": p.fault.type}
+            {"name": p.name, "start_s": p.start, "end_s": p.end, "fault": p.label}
             for p in scenario.pg.phases
         ],
         "endpoints": {

@@ -314,6 +314,13 @@ def pg(
     scenario: Annotated[Path, typer.Option(help="serve this scenario's fault schedule")],
     host: Annotated[str, typer.Option(help="loopback address to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port (0 = any free port)")] = 8089,
+    control_port: Annotated[
+        int | None,
+        typer.Option(help="also serve /metrics and /__admin here, answering even while refused"),
+    ] = None,
+    ledger: Annotated[
+        Path | None, typer.Option(help="write every call received to this CSV (the ledger)")
+    ] = None,
 ) -> None:
     """Run the fault-injecting payment gateway alone, so your own service can call it."""
     from harness.pg import Gateway, serve
@@ -326,17 +333,26 @@ def pg(
         raise _fail_input(exc) from None
     try:
         sock = socket.create_server((host, port), backlog=4096)
+        control = (
+            socket.create_server((host, control_port), backlog=64)
+            if control_port is not None
+            else None
+        )
     except OSError as exc:
-        err.print(f"cannot bind {host}:{port}: {exc.strerror}")
+        err.print(f"cannot bind on {host}: {exc.strerror}")
         raise typer.Exit(EXIT_RUN) from None
-    bound = sock.getsockname()[1]
+    where = f"http://{host}:{sock.getsockname()[1]}"
+    admin = f"http://{host}:{control.getsockname()[1]}" if control is not None else where
     console.print(
-        f"payment gateway on http://{host}:{bound}  (POST /v1/payments/approve, GET /metrics); "
-        f"schedule clock starts now; Ctrl-C stops",
+        f"payment gateway on {where}  (POST /v1/payments/approve); metrics and admin on "
+        f"{admin}  (GET /metrics, GET/PUT /__admin/fault, POST /__admin/reset); "
+        "schedule clock starts now; Ctrl-C stops",
         highlight=False,
     )
-    gateway = Gateway(loaded.scenario.pg.phases, loaded.scenario.seed, t0=time.time())
-    serve(gateway, sock)
+    gateway = Gateway(
+        loaded.scenario.pg.phases, loaded.scenario.seed, t0=time.time(), ledger_path=ledger
+    )
+    serve(gateway, sock, control)
 
 
 @app.command()

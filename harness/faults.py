@@ -1,8 +1,15 @@
 """What the payment gateway does to one call: pure decisions from the schedule and a seeded hash.
 
-Every probabilistic choice is drawn from ``sha256(seed, idempotency key, attempt)``,
+Every probabilistic choice is drawn from ``fate(seed, idempotency key, attempt, salt)``,
 so the *before* and *after* builds meet the same failures for the same
-payments, and a rerun with the same seed meets them again.
+payments, and a rerun with the same seed meets them again. Nothing here does
+I/O or reads a clock: ``harness.pg`` passes the time in and executes the
+``Action`` it gets back, which keeps every rule unit-testable.
+
+Several faults combine in order: each hits on its own fate (a distinct salt
+per position), delays of latency-type faults add up, and the first
+*terminal* fault that hits (hang, error, reject, reset, malformed, slow
+body) decides the answer.
 """
 
 from __future__ import annotations
@@ -10,33 +17,104 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from harness.scenario import ErrorFault, Fault, HealthyFault, LatencyFault, Phase, TimeoutFault
+from harness.scenario import HANG_LIMIT_S as HANG_LIMIT_S
+from harness.scenario import (
+    ErrorFault,
+    Fault,
+    LatencyComponent,
+    LatencyFault,
+    MalformedFault,
+    Match,
+    Phase,
+    RefuseFault,
+    RejectFault,
+    ResetFault,
+    SlowBodyFault,
+    TimeoutFault,
+)
 
-HANG_LIMIT_S = 600.0
-"""A hung call is released after this long even if the caller never gives up (bounded work)."""
+ActionKind = Literal["respond", "hang", "reset", "malformed", "slow-body"]
+Decision = Literal["approved", "declined", "error", "none"]
+
+APPROVE_PATH = "/v1/payments/approve"
+DEFAULT_ERROR_BODY: dict[str, Any] = {"error": "gateway failure", "fault": "error"}
+DEFAULT_REJECT_BODY: dict[str, Any] = {"error": "INSUFFICIENT_BALANCE"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a partial fault may look at: the request's path and headers."""
+
+    path: str = APPROVE_PATH
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Action:
-    """How to answer one call: respond with ``status`` after ``delay_s``, or hang."""
+    """How to answer one call, after waiting ``delay_s``.
 
-    kind: Literal["respond", "hang"]
-    fault: str
+    ``respond``: ``status`` with ``body`` (None: the gateway's usual body).
+    ``hang``: no answer until the client gives up (504 at ``HANG_LIMIT_S``).
+    ``reset``: TCP RST, ``before-body`` or ``after-body`` (reading it first).
+    ``malformed``: ``empty``, ``garbage`` or ``truncated`` bytes, then close.
+    ``slow-body``: a 200 whose body is sent in ``chunks`` over ``body_duration_s``.
+    """
+
+    kind: ActionKind
+    fault: str = "healthy"
     status: int = 200
     delay_s: float = 0.0
+    body: str | Mapping[str, Any] | None = None
+    retry_after_s: int | None = None
+    reset_when: Literal["before-body", "after-body"] = "before-body"
+    malformed: Literal["empty", "garbage", "truncated"] = "empty"
+    chunks: int = 1
+    body_duration_s: float = 0.0
+
+    @property
+    def decision(self) -> Decision:
+        """What the gateway decided about the payment, whether or not the client heard it.
+
+        A truncated answer started a 200, so the payment counts as approved: that
+        is the reconciliation hole (approved at the gateway, failed at the client).
+        """
+        if self.kind in ("respond", "slow-body"):
+            if self.status < 300:
+                return "approved"
+            return "declined" if self.status < 500 else "error"
+        if self.kind == "malformed" and self.malformed == "truncated":
+            return "approved"
+        return "none"
+
+    @property
+    def reads_body(self) -> bool:
+        """Whether the gateway reads the request body before acting."""
+        return not (self.kind == "reset" and self.reset_when == "before-body")
+
+
+HEALTHY = Action("respond")
 
 
 def fate(seed: int, key: str, attempt: int, salt: str = "") -> float:
-    """A uniform number in [0, 1) fixed by (seed, key, attempt): the call's fate."""
+    """A uniform number in [0, 1) fixed by (seed, key, attempt, salt): the call's fate."""
     digest = hashlib.sha256(f"{seed}\x1f{key}\x1f{attempt}\x1f{salt}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def sample_delay(fault: LatencyFault, rng: random.Random) -> float:
-    """Draw one delay in seconds from the fault's distribution (never negative)."""
+def sample_delay(fault: LatencyFault | LatencyComponent, rng: random.Random) -> float:
+    """Draw one delay in seconds from the fault's distribution (never negative, not ramped)."""
+    if isinstance(fault, LatencyFault) and fault.distribution == "mix":
+        assert fault.mix is not None
+        pick = rng.random() * sum(c.weight for c in fault.mix)
+        for component in fault.mix:
+            pick -= component.weight
+            if pick < 0:
+                return sample_delay(component, rng)
+        return sample_delay(fault.mix[-1], rng)
     if fault.distribution == "fixed":
         assert fault.delay is not None
         return fault.delay
@@ -50,22 +128,134 @@ def sample_delay(fault: LatencyFault, rng: random.Random) -> float:
     return rng.lognormvariate(math.log(fault.median), fault.sigma)
 
 
-def decide(fault: Fault, seed: int, key: str, attempt: int) -> Action:
-    """The action for call number ``attempt`` of payment ``key`` under ``fault``."""
-    if isinstance(fault, HealthyFault):
-        return Action("respond", "healthy")
-    hit = fate(seed, key, attempt) < fault.probability
-    if not hit:
-        return Action("respond", "healthy")
+def matches(match: Match | None, call: Call) -> bool:
+    """Whether a partial fault applies to this call (no ``match``: every call)."""
+    if match is None:
+        return True
+    if match.path is not None and not (
+        call.path == match.path or call.path.startswith(match.path.rstrip("/") + "/")
+    ):
+        return False
+    if match.header:
+        lowered = {k.lower(): v for k, v in call.headers.items()}
+        return all(lowered.get(name.lower()) == value for name, value in match.header.items())
+    return True
+
+
+def _weighted(choices: Mapping[int, float], u: float) -> int:
+    """The code a weight mix picks for the uniform number ``u`` (codes in ascending order)."""
+    codes = sorted(choices)
+    pick = u * sum(choices.values())
+    for code in codes:
+        pick -= choices[code]
+        if pick < 0:
+            return code
+    return codes[-1]
+
+
+def _whole_seconds(seconds: float | None) -> int | None:
+    """A ``Retry-After`` value: whole seconds, rounded up (``1.5s`` -> 2)."""
+    return None if seconds is None else math.ceil(seconds - 1e-9)
+
+
+def _is_latency_type(fault: Fault) -> bool:
+    """Faults that only delay the answer (their delays add up) rather than decide it."""
+    return isinstance(fault, LatencyFault) or (
+        isinstance(fault, TimeoutFault) and fault.after is not None
+    )
+
+
+def _delay(fault: Fault, rng: random.Random, progress: float) -> float:
     if isinstance(fault, TimeoutFault):
-        if fault.after is None:
-            return Action("hang", "timeout", status=504, delay_s=HANG_LIMIT_S)
-        return Action("respond", "timeout", status=200, delay_s=fault.after)
-    if isinstance(fault, ErrorFault):
-        return Action("respond", "error", status=fault.status)
+        assert fault.after is not None
+        return fault.after
     assert isinstance(fault, LatencyFault)
-    rng = random.Random(fate(seed, key, attempt, "delay"))
-    return Action("respond", "latency", delay_s=sample_delay(fault, rng))
+    if fault.ramp_to is not None:
+        assert fault.delay is not None
+        return fault.delay + (fault.ramp_to - fault.delay) * min(1.0, max(0.0, progress))
+    return sample_delay(fault, rng)
+
+
+def _terminal(
+    fault: Fault, names: str, delay_s: float, seed: int, key: str, attempt: int, salt: str
+) -> Action:
+    """The answer a terminal fault gives (``names``: every fault that hit, comma-joined)."""
+    if isinstance(fault, TimeoutFault):
+        return Action("hang", names, status=504, delay_s=HANG_LIMIT_S)
+    if isinstance(fault, ErrorFault):
+        status = fault.status
+        if not isinstance(status, int):
+            status = _weighted(status, fate(seed, key, attempt, "status" + salt))
+        return Action(
+            "respond",
+            names,
+            status=status,
+            delay_s=delay_s,
+            body=fault.body if fault.body is not None else DEFAULT_ERROR_BODY,
+            retry_after_s=_whole_seconds(fault.retry_after),
+        )
+    if isinstance(fault, RejectFault):
+        return Action(
+            "respond",
+            names,
+            status=fault.status,
+            delay_s=delay_s,
+            body=fault.body if fault.body is not None else DEFAULT_REJECT_BODY,
+            retry_after_s=_whole_seconds(fault.retry_after),
+        )
+    if isinstance(fault, ResetFault):
+        return Action("reset", names, status=0, delay_s=delay_s, reset_when=fault.when)
+    if isinstance(fault, RefuseFault):
+        # The listener is down; a call that still slips in on an old connection is dropped.
+        return Action("reset", names, status=0, delay_s=0.0)
+    if isinstance(fault, MalformedFault):
+        return Action("malformed", names, status=0, delay_s=delay_s, malformed=fault.kind)
+    assert isinstance(fault, SlowBodyFault)
+    return Action(
+        "slow-body",
+        names,
+        delay_s=delay_s,
+        chunks=fault.chunks,
+        body_duration_s=fault.duration,
+    )
+
+
+def decide(
+    faults: Fault | Sequence[Fault],
+    seed: int,
+    key: str,
+    attempt: int,
+    call: Call | None = None,
+    progress: float = 0.0,
+) -> Action:
+    """The action for call number ``attempt`` of payment ``key`` under one or several faults.
+
+    ``progress`` (0..1) is how far into its phase the call arrived, for ramps.
+    The first fault uses the salts a lone fault always used, so a scenario
+    that gains a second fault keeps the fates of its first.
+    """
+    listed: Sequence[Fault] = faults if isinstance(faults, Sequence) else [faults]
+    call = call or Call()
+    delay = 0.0
+    names: list[str] = []
+    terminal: tuple[Fault, str] | None = None
+    for i, fault in enumerate(listed):
+        if fault.type == "healthy" or not matches(fault.match, call):
+            continue
+        salt = "" if i == 0 else f"#{i}"
+        if fate(seed, key, attempt, salt) >= fault.probability:
+            continue
+        if _is_latency_type(fault):
+            rng = random.Random(fate(seed, key, attempt, "delay" + salt))
+            delay += _delay(fault, rng, progress)
+            names.append(fault.type)
+        elif terminal is None:
+            terminal = (fault, salt)
+            names.append(fault.type)
+    delay = min(delay, HANG_LIMIT_S)
+    if terminal is None:
+        return Action("respond", ",".join(names) or "healthy", delay_s=delay)
+    return _terminal(terminal[0], ",".join(names), delay, seed, key, attempt, terminal[1])
 
 
 def phase_at(phases: list[Phase], t_s: float) -> Phase | None:
@@ -74,3 +264,55 @@ def phase_at(phases: list[Phase], t_s: float) -> Phase | None:
         if phase.start <= t_s < phase.end:
             return phase
     return None
+
+
+def fault_on(phase: Phase, t_s: float) -> bool:
+    """Whether the phase's faults are on at ``t_s`` (always, unless ``repeat`` makes blips)."""
+    if phase.repeat is None:
+        return True
+    return (t_s - phase.start) % phase.repeat.every < phase.repeat.for_
+
+
+def progress_in(phase: Phase, t_s: float) -> float:
+    """How far into the phase ``t_s`` is, from 0 at its start to 1 at its end."""
+    return min(1.0, max(0.0, (t_s - phase.start) / phase.duration))
+
+
+def decide_at(
+    phases: list[Phase],
+    t_s: float | None,
+    seed: int,
+    key: str,
+    attempt: int,
+    call: Call | None = None,
+) -> Action:
+    """The action the schedule gives a call arriving ``t_s`` into the measured window."""
+    phase = None if t_s is None else phase_at(phases, t_s)
+    if phase is None or t_s is None or not fault_on(phase, t_s):
+        return HEALTHY
+    return decide(phase.faults, seed, key, attempt, call, progress_in(phase, t_s))
+
+
+def refusing(phases: list[Phase], t_s: float | None) -> bool:
+    """Whether the listener must be down at ``t_s`` (a ``refuse`` phase, during its blip)."""
+    phase = None if t_s is None else phase_at(phases, t_s)
+    if phase is None or t_s is None:
+        return False
+    return any(f.type == "refuse" for f in phase.faults) and fault_on(phase, t_s)
+
+
+def next_change(phases: list[Phase], t_s: float) -> float | None:
+    """The next time after ``t_s`` at which a phase starts or ends or a blip turns on or off."""
+    times = [p.start for p in phases if p.start > t_s] + [p.end for p in phases if p.end > t_s]
+    phase = phase_at(phases, t_s)
+    if phase is not None and phase.repeat is not None:
+        every = phase.repeat.every
+        cycle = phase.start + math.floor((t_s - phase.start) / every) * every
+        times += [t for t in (cycle + phase.repeat.for_, cycle + every) if t > t_s]
+    return min(times, default=None)
+
+
+def garbage(seed: int, key: str, attempt: int) -> bytes:
+    """The random bytes a ``malformed: garbage`` answer sends (64 to 512, fixed by fate)."""
+    rng = random.Random(fate(seed, key, attempt, "garbage"))
+    return rng.randbytes(rng.randint(64, 512))

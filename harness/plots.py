@@ -281,7 +281,7 @@ def _time_axes(ax: Axes, scenario: Scenario, span: _Span, bottom: bool) -> None:
             ax.text(phase.start, 0.98, f" {phase.name}", transform=at, **LABEL_STYLE)
             continue
         ax.axvspan(phase.start, phase.end, color=FAULT_SHADE, alpha=0.6, zorder=0, lw=0)
-        label = f" {phase.name} ({phase.fault.type})"
+        label = f" {phase.name} ({phase.label})"
         ax.text(phase.start, 0.98, label, transform=at, **FAULT_LABEL_STYLE)
     ax.set_xlim(span.start, span.stop)
     ax.grid(True, alpha=0.3)

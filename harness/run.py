@@ -239,26 +239,28 @@ class Experiment:
         self, name: str, build: Build, bdir: Path, group: ProcessGroup, info: dict[str, Any]
     ) -> Scraper:
         py = sys.executable
-        pg_sock = listener()
+        # The gateway gets two listeners: its API (which a `refuse` fault stops) and a
+        # control port for /metrics and /__admin that always answers.
+        pg_sock, control_sock = listener(), listener(backlog=64)
         target_sock, metrics_sock = listener(), listener(backlog=64)
         pg_url = f"http://{LOOPBACK}:{port_of(pg_sock)}"
+        control_url = f"http://{LOOPBACK}:{port_of(control_sock)}"
         target_url = f"http://{LOOPBACK}:{port_of(target_sock)}"
         metrics_url = f"http://{LOOPBACK}:{port_of(metrics_sock)}/metrics"
-        info.update(pg_url=pg_url, target_url=target_url, target_metrics_url=metrics_url)
+        info.update(
+            pg_url=pg_url,
+            pg_control_url=control_url,
+            target_url=target_url,
+            target_metrics_url=metrics_url,
+        )
         try:
             group.start(
                 "pg",
-                [
-                    py,
-                    "-m",
-                    "harness.pg",
-                    "--scenario",
-                    str(self.run_dir / "scenario.yaml"),
-                    "--fd",
-                    str(pg_sock.fileno()),
-                ],
-                pass_fds=(pg_sock.fileno(),),
-            )
+                [py, "-m", "harness.pg", "--scenario", str(self.run_dir / "scenario.yaml"),
+                 "--fd", str(pg_sock.fileno()), "--control-fd", str(control_sock.fileno()),
+                 "--ledger", str(bdir / "pg-ledger.csv")],
+                pass_fds=(pg_sock.fileno(), control_sock.fileno()),
+            )  # fmt: skip
             config = shop_config(
                 build, pg_url, target_sock.fileno(), metrics_sock.fileno(), bdir / "shop.sqlite"
             )
@@ -270,15 +272,15 @@ class Experiment:
             )
         finally:
             # The children hold their own copies; ours would keep the ports open after they stop.
-            for sock in (pg_sock, target_sock, metrics_sock):
+            for sock in (pg_sock, control_sock, target_sock, metrics_sock):
                 sock.close()
         info["processes"] = group.pids()
         self.save_manifest()
-        wait_http(f"{pg_url}/health", group, "pg")
+        wait_http(f"{control_url}/health", group, "pg")
         wait_http(f"{target_url}/health", group, "target")
         wait_http(metrics_url, group, "target")
         scraper = Scraper(
-            {"target": metrics_url, "pg": f"{pg_url}/metrics"}, self.scenario.metrics.interval
+            {"target": metrics_url, "pg": f"{control_url}/metrics"}, self.scenario.metrics.interval
         )
         return scraper.start()
 
@@ -348,7 +350,9 @@ class Experiment:
             time.sleep(0.05)
         start_at = time.time() + 0.3
         t0 = start_at + plan.warmup_s
-        httpx.post(f"{info['pg_url']}/__admin/start", json={"t0": t0}, timeout=5).raise_for_status()
+        httpx.post(
+            f"{info['pg_control_url']}/__admin/start", json={"t0": t0}, timeout=5
+        ).raise_for_status()
         write_json_atomic(Path(plan.go_path), {"start_at": start_at})
         info.update(load_start=start_at, t0=t0)
         self.save_manifest()

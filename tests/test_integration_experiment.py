@@ -78,6 +78,17 @@ def test_breaker_contains_a_hung_gateway(short_run: Path) -> None:
         assert set(samples["endpoint"]) == {"payments", "products"}
         assert (samples["end"] >= samples["intended_start"]).all()
         assert (run_dir / build / "metrics.parquet").exists()
+    for name, build in (("before", before), ("after", after)):
+        ledger = pd.read_parquet(run_dir / name / "pg.parquet")
+        payments = pd.read_parquet(run_dir / name / "payments.parquet")
+        assert len(ledger) == build["ledger"]["calls"] > 0
+        assert len(payments) == build["ledger"]["reconciliation"]["payments_recorded"] > 0
+        # Every call the gateway approved belongs to a payment the target recorded APPROVED.
+        rec = build["ledger"]["reconciliation"]
+        assert rec["approved_both"] == build["ledger"]["approved_at_gateway"] > 0
+        assert rec["recorded_approved_not_at_gateway"] == 0
+    assert before["ledger"]["duplicate_keys"] > 0  # retries reach the gateway twice
+    assert before["ledger"]["max_calls_per_key"] == 2  # max-attempts 2
     markdown = (run_dir / "report.md").read_text()
     assert "products p95" in markdown and "after vs before" in markdown
 
