@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -33,6 +34,10 @@ class _Model(BaseModel):
     """Strict base: unknown keys are errors, keys are kebab-case in YAML."""
 
     model_config = ConfigDict(extra="forbid", alias_generator=_kebab, populate_by_name=True)
+
+
+StrictModel = _Model
+"""The strict, kebab-case base for other YAML files of the harness (proxy schedules)."""
 
 
 # ---------------------------------------------------------------- traffic
@@ -653,8 +658,26 @@ def _describe(error: ErrorDetails) -> str:
     return msg
 
 
-def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
-    """Validate scenario YAML text; raise ``ScenarioError`` listing every problem found."""
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class Validated(Generic[M]):
+    """A model validated from YAML, with the file's node index and problems found beside it."""
+
+    model: M
+    index: dict[_Path, yaml.Node]
+    problems: list[Problem]
+
+
+def validate_yaml(
+    model: type[M], text: str, file: str, *, expected: str, reference: str = "docs/scenario.md"
+) -> Validated[M]:
+    """Parse YAML into ``model``; raise ``ScenarioError`` listing every problem with its line.
+
+    Shared by scenarios and proxy schedules. Duplicate keys are returned as
+    ``problems`` (not raised) so callers can add checks of their own first.
+    """
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -666,13 +689,13 @@ def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
             [Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]
         ) from None
     if root is None or not isinstance(data, dict):
-        raise ScenarioError([Problem(file, 1, 1, "", "expected a mapping of scenario keys")])
+        raise ScenarioError([Problem(file, 1, 1, "", f"expected {expected}")])
 
     problems: list[Problem] = []
     index: dict[_Path, yaml.Node] = {}
     _index_nodes(root, (), index, problems, file)
     try:
-        scenario = Scenario.model_validate(data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
             loc = tuple(error["loc"])
@@ -681,12 +704,19 @@ def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
                 node = index.get((*path, _KEY), node)
             missing_key = error["type"] == "missing"
             field = ".".join(str(p) for p in (path + loc[-1:] if missing_key else path))
-            problems.append(_problem_at(file, node, field, _describe(error)))
+            message = _describe(error).replace("docs/scenario.md", reference)
+            problems.append(_problem_at(file, node, field, message))
         raise ScenarioError(problems) from None
-    problems += _gate_problems(scenario, index, file)
+    return Validated(validated, index, problems)
+
+
+def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
+    """Validate scenario YAML text; raise ``ScenarioError`` listing every problem found."""
+    done = validate_yaml(Scenario, text, file, expected="a mapping of scenario keys")
+    problems = done.problems + _gate_problems(done.model, done.index, file)
     if problems:
         raise ScenarioError(problems)
-    return LoadedScenario(path=file, text=text, scenario=scenario)
+    return LoadedScenario(path=file, text=text, scenario=done.model)
 
 
 def _gate_problems(scenario: Scenario, index: dict[_Path, yaml.Node], file: str) -> list[Problem]:

@@ -14,12 +14,12 @@ import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness.durations import Duration
 from harness.errors import InputError, Problem, ScenarioError
-from harness.scenario import _KEY, _describe, _index_nodes, _locate, _Model
+from harness.scenario import StrictModel as _Model
+from harness.scenario import validate_yaml
 
 Direction = Literal["upstream", "downstream"]
 Stream = Literal["upstream", "downstream", "both"]
@@ -203,38 +203,12 @@ class Schedule(_Model):
 
 def load_schedule_text(text: str, file: str = "<schedule>") -> Schedule:
     """Validate schedule YAML; raise ``ScenarioError`` listing every problem (file:line:col)."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
-        raise ScenarioError(
-            [Problem(file, line, col, "", f"not valid YAML: {exc.problem}")]
-        ) from None
-    if root is None or not isinstance(data, dict):
-        raise ScenarioError([Problem(file, 1, 1, "", "expected a mapping with a phases: list")])
-    problems: list[Problem] = []
-    index: dict[tuple[str | int, ...], yaml.Node] = {}
-    _index_nodes(root, (), index, problems, file)
-    try:
-        schedule = Schedule.model_validate(data)
-    except ValidationError as exc:
-        for error in exc.errors():
-            loc = tuple(error["loc"])
-            path, node = _locate(loc, index)
-            if error["type"] == "extra_forbidden":
-                node = index.get((*path, _KEY), node)
-            shown = ".".join(
-                str(p) for p in (path + loc[-1:] if error["type"] == "missing" else path)
-            )
-            message = _describe(error).replace("docs/scenario.md", "harness/proxy.py")
-            mark = node.start_mark
-            problems.append(Problem(file, mark.line + 1, mark.column + 1, shown, message))
-        raise ScenarioError(problems) from None
-    if problems:
-        raise ScenarioError(problems)
-    return schedule
+    done = validate_yaml(
+        Schedule, text, file, expected="a mapping with a phases: list", reference="harness/proxy.py"
+    )
+    if done.problems:
+        raise ScenarioError(done.problems)
+    return done.model
 
 
 def load_schedule(path: str | Path) -> Schedule:
