@@ -16,7 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -421,6 +421,30 @@ class FaultOverride(_Model):
         return self
 
 
+class _Timed(Protocol):
+    name: str
+    start: float
+
+    @property
+    def end(self) -> float: ...
+
+
+T = TypeVar("T", bound=_Timed)
+
+
+def ordered_phases(phases: list[T]) -> list[T]:
+    """Phases sorted by start; raise ``ValueError`` if two overlap or share a name."""
+    ordered = sorted(phases, key=lambda p: p.start)
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if b.start < a.end:
+            raise ValueError(f"phase {b.name!r} starts before phase {a.name!r} ends")
+    names = [p.name for p in phases]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"phase names must be unique, repeated: {dupes}")
+    return ordered
+
+
 class Gateway(_Model):
     """The payment gateway the harness plays: its fault schedule."""
 
@@ -429,15 +453,7 @@ class Gateway(_Model):
     @field_validator("phases")
     @classmethod
     def _no_overlap(cls, phases: list[Phase]) -> list[Phase]:
-        ordered = sorted(phases, key=lambda p: p.start)
-        for a, b in zip(ordered, ordered[1:], strict=False):
-            if b.start < a.end:
-                raise ValueError(f"phase {b.name!r} starts before phase {a.name!r} ends")
-        names = [p.name for p in phases]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"phase names must be unique, repeated: {dupes}")
-        return ordered
+        return ordered_phases(phases)
 
 
 # ---------------------------------------------------------------- builds

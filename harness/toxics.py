@@ -19,7 +19,7 @@ from pydantic import Field, field_validator, model_validator
 from harness.durations import Duration
 from harness.errors import InputError, Problem, ScenarioError
 from harness.scenario import StrictModel as _Model
-from harness.scenario import validate_yaml
+from harness.scenario import ordered_phases, validate_yaml
 
 Direction = Literal["upstream", "downstream"]
 Stream = Literal["upstream", "downstream", "both"]
@@ -187,15 +187,7 @@ class Schedule(_Model):
     @field_validator("phases")
     @classmethod
     def _no_overlap(cls, phases: list[ProxyPhase]) -> list[ProxyPhase]:
-        ordered = sorted(phases, key=lambda p: p.start)
-        for a, b in zip(ordered, ordered[1:], strict=False):
-            if b.start < a.end:
-                raise ValueError(f"phase {b.name!r} starts before phase {a.name!r} ends")
-        names = [p.name for p in phases]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"phase names must be unique, repeated: {dupes}")
-        return ordered
+        return ordered_phases(phases)
 
     def phase_at(self, t_s: float) -> ProxyPhase | None:
         return next((p for p in self.phases if p.start <= t_s < p.end), None)
