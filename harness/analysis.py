@@ -267,6 +267,7 @@ def build_figures(
     fault_window = scenario.fault_window() or (0.0, duration)
     fault = data.window(*fault_window)
     max_workers = data.get("max_workers")
+    received = counter_delta(data.received, data.t0, math.inf)
     has_breaker = not data.get("breaker_state").empty
     return {
         "t0": data.t0,
@@ -289,14 +290,12 @@ def build_figures(
             "open_pct_fault": fault["breaker"]["open_pct"],
         },
         "pg": {
-            "calls": _round(counter_delta(data.received, data.t0, math.inf), 0),
+            "calls": _round(received, 0),
             "calls_fault": fault["pg"]["calls"],
             "target_calls": _round(counter_delta(data.get("pg_calls"), data.t0, math.inf), 0),
             "retries": _round(counter_delta(data.get("retries"), data.t0, math.inf), 0),
             "payments": whole["pg"]["payments"],
-            "amplification": _ratio(
-                counter_delta(data.received, data.t0, math.inf), whole["pg"]["payments"]
-            ),
+            "amplification": _ratio(received, whole["pg"]["payments"]),
             "amplification_fault": fault["pg"]["amplification"],
         },
         "timeline": data.timeline(),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.plots import CAPTIONS, CHARTS
-from harness.report import _fmt, _header, headline_rows
+from harness.report import fmt, headline_rows, table_header
 from harness.results import harness_version, write_text_atomic
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -81,7 +81,7 @@ def _num(value: Any, unit: str = "") -> str:
     """Format like report.md does, tolerating missing or non-numeric values."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "-" if value is None else str(value)
-    return _fmt(float(value), unit)
+    return fmt(float(value), unit)
 
 
 def _get(data: Any, *keys: str) -> Any:
@@ -133,7 +133,7 @@ def _summary(report: Mapping[str, Any]) -> str:
 def _headline(report: Mapping[str, Any]) -> str:
     """The before/after table of report.md, or a note saying why it cannot be built."""
     try:
-        return _table(_header(dict(report)), headline_rows(dict(report)))
+        return _table(table_header(dict(report)), headline_rows(dict(report)))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return f'<p class="note">No headline table: the report lacks {_e(exc)}.</p>'
 

@@ -34,7 +34,7 @@ def make_report(run_dir: str | Path, charts: bool = True) -> dict[str, Any]:
     return report
 
 
-def _fmt(value: float | None, unit: str = "") -> str:
+def fmt(value: float | None, unit: str = "") -> str:
     if value is None:
         return "-"
     if unit == "s":
@@ -58,7 +58,7 @@ def headline_rows(report: dict[str, Any]) -> list[list[str]]:
 
     def row(label: str, getter: Any, unit: str = "") -> None:
         values = [getter(report["builds"][b]) for b in builds]
-        cells = [label] + [_fmt(v, unit) for v in values]
+        cells = [label] + [fmt(v, unit) for v in values]
         if base is not None and len(builds) > 1:
             b0 = getter(report["builds"][base])
             cells += [
@@ -85,7 +85,7 @@ def headline_rows(report: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _header(report: dict[str, Any]) -> list[str]:
+def table_header(report: dict[str, Any]) -> list[str]:
     builds = list(report["builds"])
     base = report.get("baseline")
     extra = [f"{b} vs {base}" for b in builds if b != base] if len(builds) > 1 else []
@@ -110,7 +110,7 @@ def markdown(report: dict[str, Any]) -> str:
         "Busy workers and blocked calls/s are over the fault window.",
         "",
     ]
-    header = _header(report)
+    header = table_header(report)
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     for cells in headline_rows(report):
@@ -124,9 +124,9 @@ def markdown(report: dict[str, Any]) -> str:
             lat = s["latency_s"]
             errors = ", ".join(f"{k}: {v}" for k, v in s["errors"].items()) or "-"
             lines.append(
-                f"| {ep} | {s['requests']} | {_fmt(s['achieved_rps'])} | "
-                f"{_fmt(s['success_pct'], '%')} | {_fmt(lat['p50'], 's')} | "
-                f"{_fmt(lat['p95'], 's')} | {_fmt(lat['p99'], 's')} | {_fmt(lat['max'], 's')} | "
+                f"| {ep} | {s['requests']} | {fmt(s['achieved_rps'])} | "
+                f"{fmt(s['success_pct'], '%')} | {fmt(lat['p50'], 's')} | "
+                f"{fmt(lat['p95'], 's')} | {fmt(lat['p99'], 's')} | {fmt(lat['max'], 's')} | "
                 f"{errors} |"
             )
         lines.append("")
@@ -155,11 +155,11 @@ def _phase_section(report: dict[str, Any]) -> list[str]:
             cells = [name, build]
             for ep in report["endpoints"]:
                 lat = window["endpoints"][ep]["latency_s"]
-                cells.append(f"{_fmt(lat['p95'], 's')} / {_fmt(lat['p99'], 's')}")
+                cells.append(f"{fmt(lat['p95'], 's')} / {fmt(lat['p99'], 's')}")
             cells += [
-                _fmt(window["workers"]["busy_p50"]),
-                _fmt(window["breaker"]["blocked_per_s"]),
-                _fmt(window["pg"]["amplification"]),
+                fmt(window["workers"]["busy_p50"]),
+                fmt(window["breaker"]["blocked_per_s"]),
+                fmt(window["pg"]["amplification"]),
             ]
             rows.append(cells)
     header = ["phase", "build", *(f"{ep} p95 / p99" for ep in report["endpoints"])]
@@ -167,9 +167,9 @@ def _phase_section(report: dict[str, Any]) -> list[str]:
     timeline = [
         [
             b,
-            _fmt(t.get("time_to_open_s"), "s"),
-            _fmt(t.get("time_to_recover_s"), "s"),
-            _fmt(t.get("blocked_pct_healthy"), "%"),
+            fmt(t.get("time_to_open_s"), "s"),
+            fmt(t.get("time_to_recover_s"), "s"),
+            fmt(t.get("blocked_pct_healthy"), "%"),
         ]
         for b, t in ((b, builds[b].get("timeline", {})) for b in builds)
     ]
@@ -191,13 +191,13 @@ def _ledger_section(report: dict[str, Any]) -> list[str]:
         rows.append(
             [
                 build,
-                _fmt(led["calls"]),
-                _fmt(led["keys"]),
-                _fmt(led["duplicate_keys"]),
-                _fmt(led["max_calls_per_key"]),
-                _fmt(led["approved_at_gateway"]),
-                _fmt(rec.get("approved_but_failed")),
-                _fmt(rec.get("approved_but_unknown")),
+                fmt(led["calls"]),
+                fmt(led["keys"]),
+                fmt(led["duplicate_keys"]),
+                fmt(led["max_calls_per_key"]),
+                fmt(led["approved_at_gateway"]),
+                fmt(rec.get("approved_but_failed")),
+                fmt(rec.get("approved_but_unknown")),
             ]
         )
     if not rows:
@@ -218,7 +218,7 @@ def _ledger_section(report: dict[str, Any]) -> list[str]:
 def terminal_table(report: dict[str, Any]) -> Table:
     """The headline table for the terminal."""
     table = Table(title=f"{report['scenario']} ({report['status']})")
-    for i, col in enumerate(_header(report)):
+    for i, col in enumerate(table_header(report)):
         table.add_column(col, justify="left" if i == 0 else "right")
     for cells in headline_rows(report):
         table.add_row(*cells)
