@@ -63,6 +63,7 @@ from harness.faults import (
     phase_at,
     refusing,
 )
+from harness.precise_timer import PreciseTimer
 from harness.scenario import FAULT_TYPES, Fault, FaultOverride, Phase, load_scenario
 
 FAULT_HEADER = "X-Harness-Fault"
@@ -248,6 +249,7 @@ class Gateway:
         seed: int,
         t0: float | None = None,
         ledger_path: str | Path | None = None,
+        precise_timer: bool = True,
     ) -> None:
         self.phases = phases
         self.seed = seed
@@ -262,6 +264,8 @@ class Gateway:
         self.changed = asyncio.Event()
         """Set when anything that may take the listener down or up changed (t0, override)."""
         self._calls: set[_Call] = set()
+        self.timer = PreciseTimer(precise_timer)
+        """Injected delays end within ~0.1 ms (asyncio's own timers round up to 1 ms)."""
         self.registry = CollectorRegistry()
         self.received = Counter(
             "pg_calls_received",
@@ -387,7 +391,7 @@ class Gateway:
             except ValueError:
                 return await self._invalid(request, call, "body must be JSON")
         if action.delay_s > 0:  # counted from arrival, so reading and deciding are not added
-            await asyncio.sleep(max(0.0, call.started + action.delay_s - time.monotonic()))
+            await self.timer.sleep_until(call.started + action.delay_s)
         if action.kind == "hang":  # waited HANG_LIMIT_S: answer rather than hold the socket forever
             call.decision = "error"
             return await self._send(
@@ -741,6 +745,7 @@ async def _serve(gateway: Gateway, sock: socket.socket, control_sock: socket.soc
                 await asyncio.wait_for(runner.cleanup(), 10 + SHUTDOWN_GRACE_S)
         listener.release()
         gateway.ledger.close()
+        gateway.timer.close()
 
 
 def raise_open_file_limit() -> int:
@@ -781,12 +786,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--control-port", type=int, help="or a port for the control listener")
     parser.add_argument("--t0", type=float, default=None, help="Unix time the time line starts")
     parser.add_argument("--ledger", type=Path, help="write every call to this CSV file")
+    parser.add_argument(
+        "--timer",
+        choices=("timerfd", "asyncio"),
+        default="timerfd",
+        help="how injected delays are timed (asyncio: the loop's 1 ms timers, for comparison)",
+    )
     args = parser.parse_args(argv)
     try:
         if not is_loopback(args.host):
             raise InputError(f"--host {args.host}: the gateway only binds loopback addresses")
         loaded = load_scenario(args.scenario)
-        gateway = Gateway(loaded.scenario.pg.phases, loaded.scenario.seed, args.t0, args.ledger)
+        gateway = Gateway(
+            loaded.scenario.pg.phases,
+            loaded.scenario.seed,
+            args.t0,
+            args.ledger,
+            precise_timer=args.timer == "timerfd",
+        )
     except InputError as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(2) from None

@@ -54,6 +54,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import InputError, RunError, ScenarioError
+from harness.precise_timer import PreciseTimer
 from harness.relay import (
     Connection,
     Refuser,
@@ -121,6 +122,8 @@ class Proxy:
         self._last_id = 0
         self._servers: list[asyncio.Server] = []
         self._stopping = False
+        self.timer = PreciseTimer()
+        """Latency toxics end within ~0.1 ms (asyncio's own timers round up to 1 ms)."""
 
     @property
     def toxics(self) -> tuple[Toxic, ...]:
@@ -206,6 +209,7 @@ class Proxy:
         for server in self._servers:
             await server.wait_closed()
         await asyncio.sleep(0)  # let the aborted transports' connection_lost callbacks run
+        self.timer.close()
 
     # -- observability
 

@@ -287,9 +287,7 @@ class Connection:
         latency = toxics.get("latency")
         if isinstance(latency, LatencyToxic):
             delay = latency.latency + self.rng.uniform(-latency.jitter, latency.jitter)
-            wait = arrived + delay - self.loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await self.proxy.timer.sleep_until(arrived + delay)  # loop.time() is monotonic
         slicer, bandwidth = toxics.get("slicer"), toxics.get("bandwidth")
         pieces = [data]
         if isinstance(slicer, SlicerToxic):
