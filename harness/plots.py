@@ -36,7 +36,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from harness.metrics import PRESETS, Selector, canonical, select
 from harness.results import RunResult
-from harness.scenario import Scenario
+from harness.scenario import Phase, Scenario
 
 Array = npt.NDArray[np.float64]
 Handle = Line2D | Patch
@@ -53,8 +53,9 @@ CHARTS = (
 CAPTIONS = {
     "busy_workers": "Busy request threads per build over time; the dashed line is the pool size.",
     "gateway_calls": "Per build and per second: payments offered (grey, by intended start), "
-    "calls the breaker refused (dashed) and calls the gateway received (solid; the gateway "
-    "counts a call when it ends, so a hung call shows up to one read timeout late).",
+    "calls the breaker refused (dashed) and calls the gateway received (solid; by arrival "
+    "time from the gateway's ledger, or from its counter at the scrape interval without one). "
+    "Fault phases are shaded; a phase with repeating blips is shaded lightly, each blip darker.",
     "latency_over_time": "Latency (end minus intended start) p50/p95/p99 over a trailing "
     "5 s window of requests, by intended start time, per endpoint.",
     "latency_distribution": "Latency by percentile over the measured window (HDR-histogram "
@@ -95,6 +96,9 @@ NOTE_STYLE["bbox"] = {"fc": "white", "ec": "#bbbbbb", "alpha": 0.9}
 LEGEND_STYLE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
 LEGEND_STYLE.update(fontsize=8, frameon=False)
 
+MAX_BLIPS = 400
+"""Blip windows drawn one by one up to this many per phase."""
+
 
 @dataclass(frozen=True)
 class _Span:
@@ -118,6 +122,8 @@ class _Build:
     """Canonical target series (``t``, ``series``, ``value``), ``t`` relative."""
     pg_received: pd.Series
     """The gateway's own counter of calls received, index ``t`` relative."""
+    pg_arrivals: Array
+    """Arrival time of every call in the gateway's ledger, ``t`` relative (empty: no ledger)."""
 
     def series(self, name: str) -> tuple[Array, Array]:
         rows = self.canon[self.canon["series"] == name]
@@ -127,6 +133,8 @@ class _Build:
         """The latest moment this build has data for (a scrape or a request's completion)."""
         ends = self.samples["t"] + self.samples["latency"]
         candidates = [self.canon["t"].max(), self.pg_received.index.max(), ends.max()]
+        if len(self.pg_arrivals):
+            candidates.append(self.pg_arrivals.max())
         return max((float(c) for c in candidates if pd.notna(c)), default=-math.inf)
 
 
@@ -174,7 +182,8 @@ def _prepare(run: RunResult, scenario: Scenario) -> list[_Build]:
         build = scenario.builds.get(str(b.info.get("build", name)))
         label = f"{name} ({build.profile})" if build is not None else name
         colour = BUILD_COLOURS[i % len(BUILD_COLOURS)]
-        builds.append(_Build(name, colour, label, samples, canon, received))
+        arrivals = b.ledger["arrival"].to_numpy(dtype=float) - t0
+        builds.append(_Build(name, colour, label, samples, canon, received, arrivals))
     return builds
 
 
@@ -280,13 +289,28 @@ def _time_axes(ax: Axes, scenario: Scenario, span: _Span, bottom: bool) -> None:
         if phase.fault.type == "healthy":
             ax.text(phase.start, 0.98, f" {phase.name}", transform=at, **LABEL_STYLE)
             continue
-        ax.axvspan(phase.start, phase.end, color=FAULT_SHADE, alpha=0.6, zorder=0, lw=0)
+        for a, z in _fault_windows(phase):
+            ax.axvspan(a, z, color=FAULT_SHADE, alpha=0.6, zorder=0, lw=0)
         label = f" {phase.name} ({phase.label})"
+        if phase.repeat is not None:
+            ax.axvspan(phase.start, phase.end, color=FAULT_SHADE, alpha=0.15, zorder=0, lw=0)
+            label += f" {phase.repeat.for_:g}s every {phase.repeat.every:g}s"
         ax.text(phase.start, 0.98, label, transform=at, **FAULT_LABEL_STYLE)
     ax.set_xlim(span.start, span.stop)
     ax.grid(True, alpha=0.3)
     if bottom:
         ax.set_xlabel("time since the measured window's start (s)")
+
+
+def _fault_windows(phase: Phase) -> list[tuple[float, float]]:
+    """When the phase's faults are on: the whole phase, or each blip of a ``repeat``.
+
+    Past MAX_BLIPS the blips are too thin to see apart, so the phase is one block.
+    """
+    if phase.repeat is None or phase.duration / phase.repeat.every > MAX_BLIPS:
+        return [(phase.start, phase.end)]
+    starts = np.arange(phase.start, phase.end, phase.repeat.every)
+    return [(float(a), min(float(a) + phase.repeat.for_, phase.end)) for a in starts]
 
 
 def _note(ax: Axes, text: str, y: float = 0.5) -> None:
@@ -372,16 +396,23 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: _Span) -> Fig
     gateway_eps = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
     top = 1.0
     for ax, b in zip(axes, builds, strict=False):
-        styles = _gateway_styles(b.colour)
+        styles = _gateway_styles(b.colour, "ledger" if len(b.pg_arrivals) else "counter")
         offered_style, blocked_style, reached_style = styles.values()
         offered = b.samples.loc[b.samples["endpoint"].isin(gateway_eps), "t"].to_numpy(float)
         counts, edges = _per_second(offered, span.start, span.end)
         ax.stairs(counts, edges, fill=True, **offered_style)
         blocked_t, blocked = _counter_rate(*b.series("blocked_calls"))
         ax.step(blocked_t, blocked, where="pre", **blocked_style)
-        received = b.pg_received
-        reached_t, reached = _counter_rate(received.index.to_numpy(float), received.to_numpy(float))
-        ax.step(reached_t, reached, where="pre", **reached_style)
+        if len(b.pg_arrivals):  # the ledger: exact arrival times, binned like the offered load
+            reached, reached_edges = _per_second(b.pg_arrivals, span.start, span.stop)
+            reached_t = reached_edges[1:]
+            ax.stairs(reached, reached_edges, **reached_style)
+        else:  # no ledger: the gateway's counter, at the scrape interval's resolution
+            received = b.pg_received
+            reached_t, reached = _counter_rate(
+                received.index.to_numpy(float), received.to_numpy(float)
+            )
+            ax.step(reached_t, reached, where="pre", **reached_style)
         top = max([top, *counts, *blocked, *reached])
         notes = [
             text
@@ -407,12 +438,12 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: _Span) -> Fig
     return fig
 
 
-def _gateway_styles(colour: str) -> dict[str, dict[str, Any]]:
+def _gateway_styles(colour: str, source: str) -> dict[str, dict[str, Any]]:
     """Label and style of each series, shared by the lines and their legend keys."""
     return {
         "payments offered/s (by intended start)": {"color": "#bbbbbb", "alpha": 0.7},
         "blocked by the breaker/s": {"color": colour, "lw": 1.4, "ls": "--"},
-        "reached the gateway/s (gateway's count)": {"color": colour, "lw": 2.2},
+        f"reached the gateway/s (gateway's {source})": {"color": colour, "lw": 2.2},
     }
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
-from harness.plots import BUILD_COLOURS, CHARTS, draw_charts
+from harness.plots import BUILD_COLOURS, CHARTS, MAX_BLIPS, _fault_windows, draw_charts
 from harness.results import SAMPLE_DTYPES, BuildResult, RunResult, load
 from harness.scenario import Scenario, load_scenario, load_scenario_text
 
@@ -125,3 +125,33 @@ def test_charts_of_a_run_without_builds_or_t0(tmp_path: Path) -> None:
     no_t0 = BuildResult("only", _samples(5, 1_800_000_000.0), NO_METRICS, {})
     paths = draw_charts(RunResult(tmp_path, {}, {"only": no_t0}), _tiny_scenario(), tmp_path)
     assert all(p.exists() for p in paths.values())
+
+
+def test_blip_windows_are_shaded_one_by_one() -> None:
+    scenario = load_scenario_text(
+        """\
+name: blips
+duration: 60s
+traffic:
+  pay: {path: /pay, rate: 1, calls-gateway: true}
+pg:
+  phases:
+    - {name: out, start: 10s, duration: 20s, fault: {type: timeout}}
+    - name: blips
+      start: 30s
+      duration: 25s
+      fault: {type: timeout}
+      repeat: {every: 10s, for: 2s}
+    - name: dense
+      start: 55s
+      duration: 5s
+      fault: {type: timeout}
+      repeat: {every: 0.01s, for: 0.005s}
+builds:
+  b: {profile: retry-only}
+"""
+    ).scenario
+    out, blips, dense = scenario.pg.phases
+    assert _fault_windows(out) == [(10.0, 30.0)]
+    assert _fault_windows(blips) == [(30.0, 32.0), (40.0, 42.0), (50.0, 52.0)]
+    assert MAX_BLIPS < 5 / 0.01 and _fault_windows(dense) == [(55.0, 60.0)]
