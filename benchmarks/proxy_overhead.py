@@ -18,8 +18,12 @@ latency toxic in force: every chunk then takes the toxic path (queue, task,
 timestamps) instead of the direct callback-to-socket one, so the difference
 is what that path costs.
 
+Last, the latency toxic's own accuracy: 500 sequential round trips through a
+fourth proxy with ``latency: 20ms`` in force, minus 20 ms, against direct
+round trips that each start after 20 ms idle (see ``latency_accuracy``).
+
 Run: ``.venv/bin/python benchmarks/proxy_overhead.py`` (``--pairs N``, ``--mb M``).
-Bounded (sockets time out after 30 s; about 6 s in all here); always exits 0.
+Bounded (sockets time out after 30 s; about 30 s in all here); always exits 0.
 """
 
 from __future__ import annotations
@@ -51,6 +55,16 @@ phases:
     duration: 1h
     toxics: [{type: latency, latency: 0ms}]
 """
+
+TIMED_LATENCY_S = 0.020
+TIMED_LATENCY = f"""\
+phases:
+  - name: timed
+    start: 0s
+    duration: 1h
+    toxics: [{{type: latency, latency: {TIMED_LATENCY_S * 1000:g}ms}}]
+"""
+TIMED_PAIRS = 500
 
 # ---------------------------------------------------------------- the upstream (child process)
 
@@ -119,11 +133,18 @@ def connect(port: int, mode: bytes) -> Iterator[socket.socket]:
         sock.close()
 
 
-def round_trips(port: int, pairs: int) -> list[float]:
+def round_trips(port: int, pairs: int, idle_s: float = 0.0) -> list[float]:
+    """Sequential 64-byte round trips on one connection (after 200 unmeasured ones).
+
+    ``idle_s``: sleep that long before each, so every process on the path
+    starts from idle, as it does around a latency toxic's wait.
+    """
     payload = b"p" * 64
     times = []
     with connect(port, b"E") as sock:
         for i in range(pairs + 200):
+            if idle_s and i >= 200:
+                time.sleep(idle_s)
             started = time.perf_counter()
             sock.sendall(payload)
             _recv_exactly(sock, len(payload))
@@ -209,6 +230,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         schedule = Path(tmp) / "zero-latency.yaml"
         schedule.write_text(ZERO_LATENCY)
+        timed = Path(tmp) / "timed-latency.yaml"
+        timed.write_text(TIMED_LATENCY)
         try:
             up, up_port = start([sys.executable, __file__, "--serve-upstream"], r"(\d+)")
             procs.append(up)
@@ -219,6 +242,10 @@ def main() -> int:
                 procs.append(proc)
                 ports[name] = port
             run(ports, args.pairs, size)
+            timed_argv = [*proxy_argv, f"127.0.0.1:{up_port}", "--schedule", str(timed)]
+            proc, port = start(timed_argv, r":(\d+) ->")
+            procs.append(proc)
+            latency_accuracy(up_port, port)
         except Exception:
             print(f"failed\n{traceback.format_exc()}")
         finally:
@@ -284,6 +311,30 @@ def run(ports: dict[str, int], pairs: int, size: int) -> None:
             f"{ms(pct(f.rtt, 99) - pct(direct.rtt, 99))} (p99) per round trip; throughput "
             f"{f.upload / direct.upload:.2f}x direct up, {f.download / direct.download:.2f}x down"
         )
+
+
+def latency_accuracy(direct_port: int, toxic_port: int) -> None:
+    """How exactly the latency toxic delays, against a direct round trip that starts from idle.
+
+    While a round trip waits out the toxic, every process on the path goes
+    idle; waking them costs this virtual machine a few hundred microseconds,
+    which a back-to-back direct round trip never pays. So the reference is a
+    direct round trip after the same idle time.
+    """
+    through = round_trips(toxic_port, TIMED_PAIRS)
+    direct = round_trips(direct_port, TIMED_PAIRS, idle_s=TIMED_LATENCY_S)
+    error = [t - TIMED_LATENCY_S for t in through]
+    label = f"{TIMED_LATENCY_S * 1000:g} ms"
+    print(f"latency toxic {label} (downstream), {TIMED_PAIRS} sequential round trips:")
+    print(
+        f"  observed - {label}: p50 {ms(pct(error, 50))}, p99 {ms(pct(error, 99))}, "
+        f"max {ms(max(error))}; never early: {min(error) >= 0}"
+    )
+    print(
+        f"  reference, direct after {label} idle: p50 {ms(pct(direct, 50))}, "
+        f"p99 {ms(pct(direct, 99))}; excess p50 {ms(pct(error, 50) - pct(direct, 50))}, "
+        f"p99 {ms(pct(error, 99) - pct(direct, 99))}"
+    )
 
 
 if __name__ == "__main__":
