@@ -99,7 +99,8 @@ class PreciseTimer:
         """Release the timerfd; sleepers still waiting are woken at once."""
         for _, _, future in self._heap:
             if not future.done():
-                future.set_result(None)
+                with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits
+                    future.set_result(None)
         self._heap.clear()
         if self._fd >= 0:
             if self._loop is not None and not self._loop.is_closed():
