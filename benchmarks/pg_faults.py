@@ -166,6 +166,18 @@ class Load:
     pg_cpu_s: float
 
 
+def approve_request(key: str, amount: int) -> bytes:
+    """The raw HTTP/1.1 bytes of one approve call (keep-alive) with this Idempotency-Key."""
+    body = f'{{"amount": {amount}}}'.encode()
+    return (
+        b"POST /v1/payments/approve HTTP/1.1\r\nHost: pg\r\n"
+        + f"Idempotency-Key: {key}\r\n".encode()
+        + b"Content-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive HTTP/1.1 connection that timestamps the arrival of a response's last byte.
 
@@ -231,19 +243,11 @@ async def open_model(pg: Pg, rate: float, seconds: float) -> Load:
     latency = np.full(n, np.nan)
     lateness = np.full(n, np.nan)
     errors = 0
-    body = b'{"amount": 15000}'
 
     async def one(i: int, intended: float) -> None:
         nonlocal errors
         conn = idle.pop() if idle else await connect()
-        data = (
-            b"POST /v1/payments/approve HTTP/1.1\r\nHost: pg\r\n"
-            + f"Idempotency-Key: bench-{i}\r\n".encode()
-            + b"Content-Type: application/json\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
-        sent, answer = conn.request(data)
+        sent, answer = conn.request(approve_request(f"bench-{i}", 15000))
         try:
             done, status = await asyncio.wait_for(answer, 10)
         except (ConnectionError, TimeoutError):
@@ -391,14 +395,7 @@ async def hung(tmp: Path, count: int) -> None:
 
                 async def connect(i: int) -> asyncio.StreamWriter:
                     _, writer = await asyncio.open_connection(host, int(port))
-                    body = b'{"amount": 1}'
-                    writer.write(
-                        b"POST /v1/payments/approve HTTP/1.1\r\nHost: pg\r\n"
-                        + f"Idempotency-Key: hung-{i}\r\n".encode()
-                        + b"Content-Type: application/json\r\n"
-                        + f"Content-Length: {len(body)}\r\n\r\n".encode()
-                        + body
-                    )
+                    writer.write(approve_request(f"hung-{i}", 1))
                     return writer
 
                 writers += await asyncio.gather(

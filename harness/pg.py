@@ -265,7 +265,7 @@ class Gateway:
         """Set when anything that may take the listener down or up changed (t0, override)."""
         self._calls: set[_Call] = set()
         self.timer = PreciseTimer(precise_timer)
-        """Injected delays end within ~0.1 ms (asyncio's own timers round up to 1 ms)."""
+        """Injected delays end a fraction of a millisecond late; asyncio's round up to 1 ms."""
         self.registry = CollectorRegistry()
         self.received = Counter(
             "pg_calls_received",

@@ -405,7 +405,6 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: _Span) -> Fig
         ax.step(blocked_t, blocked, where="pre", **blocked_style)
         if len(b.pg_arrivals):  # the ledger: exact arrival times, binned like the offered load
             reached, reached_edges = _per_second(b.pg_arrivals, span.start, span.stop)
-            reached_t = reached_edges[1:]
             ax.stairs(reached, reached_edges, **reached_style)
         else:  # no ledger: the gateway's counter, at the scrape interval's resolution
             received = b.pg_received
@@ -418,7 +417,7 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: _Span) -> Fig
             text
             for text, missing in (
                 ("no breaker: nothing blocked", not len(blocked_t)),
-                ("no gateway metrics", not len(reached_t)),
+                ("no gateway metrics", not len(reached)),
                 ("no payment samples", not len(offered)),
             )
             if missing

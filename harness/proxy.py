@@ -123,7 +123,7 @@ class Proxy:
         self._servers: list[asyncio.Server] = []
         self._stopping = False
         self.timer = PreciseTimer()
-        """Latency toxics end within ~0.1 ms (asyncio's own timers round up to 1 ms)."""
+        """Latency toxics end a fraction of a millisecond late; asyncio's round up to 1 ms."""
 
     @property
     def toxics(self) -> tuple[Toxic, ...]:
