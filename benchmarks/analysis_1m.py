@@ -36,10 +36,10 @@ import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.analysis import analyse
-from harness.report import make_report
-from harness.results import SAMPLE_DTYPES, load
-from harness.scenario import load_scenario
+from harness.analysis.figures import analyse
+from harness.report.tables import make_report
+from harness.results.model import SAMPLE_DTYPES, load
+from harness.scenario.schema import load_scenario
 
 TARGET_S = 5.0
 REPEAT = 3

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, InputError, ProcessDied, RunError, ScenarioError
-from harness.scenario import load_scenario
+from harness.core.errors import HarnessError, InputError, ProcessDied, RunError, ScenarioError
+from harness.scenario.schema import load_scenario
 
 if TYPE_CHECKING:
-    from harness.results import latest as latest_run
-    from harness.results import load as load_run
+    from harness.results.model import latest as latest_run
+    from harness.results.model import load as load_run
 
 __all__ = [
     "HarnessError",

@@ -22,9 +22,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from harness.errors import HarnessError, InputError, RunError, ScenarioError
-from harness.run import Experiment, Progress, RunListener
-from harness.scenario import load_scenario
+from harness.core.errors import HarnessError, InputError, RunError, ScenarioError
+from harness.run.experiment import Experiment, Progress, RunListener
+from harness.scenario.schema import load_scenario
 
 EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -109,7 +109,7 @@ class _ProgressView:
 
 
 def _report(run_dir: Path) -> None:
-    from harness.report import make_report, terminal_table
+    from harness.report.tables import make_report, terminal_table
 
     report = make_report(run_dir)
     if report["builds"]:
@@ -193,9 +193,15 @@ def _gate(
     scenario_gates: bool = True,
 ) -> int:
     """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
-    from harness.compare import load_report
-    from harness.gates import GateSyntaxError, check_gate, evaluate_all, gates_of, junit_xml
-    from harness.gates import parse_gate as parse
+    from harness.gates.evaluate import (
+        GateSyntaxError,
+        check_gate,
+        evaluate_all,
+        gates_of,
+        junit_xml,
+    )
+    from harness.gates.evaluate import parse_gate as parse
+    from harness.report.compare import load_report
 
     scenario = load_scenario(run_dir / "scenario.yaml").scenario
     gates = gates_of(scenario) if scenario_gates else []
@@ -269,8 +275,8 @@ def compare(
     ] = None,
 ) -> None:
     """Compare two runs (main vs branch) or two builds of one run, figure by figure."""
-    from harness.compare import compare_runs, load_report, rich_tables
-    from harness.compare import markdown as to_markdown
+    from harness.report.compare import compare_runs, load_report, rich_tables
+    from harness.report.compare import markdown as to_markdown
 
     try:
         report_a = load_report(run_a)
@@ -288,8 +294,8 @@ def compare(
 @app.command()
 def plot(run_dir: RunDirArg) -> None:
     """(Re)draw a run's charts into RUN_DIR/charts/ (PNG, fault phases shaded)."""
-    from harness.plots import draw_charts
-    from harness.results import load
+    from harness.report.charts import draw_charts
+    from harness.results.model import load
 
     try:
         run = load(run_dir)
@@ -323,7 +329,7 @@ def pg(
     ] = None,
 ) -> None:
     """Run the fault-injecting payment gateway alone, so your own service can call it."""
-    from harness.pg import Gateway, serve
+    from harness.gateway.server import Gateway, serve
 
     if not _loopback(host):
         raise _fail_input(InputError(f"--host {host}: the gateway only binds loopback addresses"))
@@ -377,8 +383,8 @@ def proxy(
     ] = None,
 ) -> None:
     """Forward TCP to a local dependency and break it with Toxiproxy-style toxics on a schedule."""
-    from harness.proxy import Proxy, serve
-    from harness.toxics import load_schedule
+    from harness.proxy.server import Proxy, serve
+    from harness.proxy.toxics import load_schedule
 
     try:
         loaded = load_schedule(schedule) if schedule is not None else None

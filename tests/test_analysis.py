@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis import change_pct, counter_delta, endpoint_stats, gauge_summary
+from harness.analysis.figures import change_pct, counter_delta, endpoint_stats, gauge_summary
 
 
 def _samples(intended: list[float], late: float, service: float, status: int = 200) -> pd.DataFrame:

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.analysis import bootstrap_ci, combine_repetitions
-from harness.compare import compare_builds, compare_runs
-from harness.errors import InputError
+from harness.analysis.figures import bootstrap_ci, combine_repetitions
+from harness.core.errors import InputError
+from harness.report.compare import compare_builds, compare_runs
 from tests.conftest import ROOT, harness_cmd, short_scenario
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from harness.durations import format_duration, parse_duration
+from harness.core.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from harness.errors import ScenarioError
-from harness.faults import (
+from harness.core.errors import ScenarioError
+from harness.gateway.decide import (
     HANG_LIMIT_S,
     Action,
     Call,
@@ -28,7 +28,7 @@ from harness.faults import (
     refusing,
     sample_delay,
 )
-from harness.scenario import (
+from harness.scenario.schema import (
     ErrorFault,
     Fault,
     FaultOverride,

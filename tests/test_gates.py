@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ScenarioError
-from harness.gates import (
+from harness.core.errors import ScenarioError
+from harness.gates.evaluate import (
     BinOp,
     GateSyntaxError,
     Metric,
@@ -21,7 +21,7 @@ from harness.gates import (
     junit_xml,
     parse_gate,
 )
-from harness.scenario import load_scenario_text
+from harness.scenario.schema import load_scenario_text
 from tests.conftest import ROOT, harness_cmd
 
 SCENARIO = """\

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from harness.html import render_html, write_html
-from harness.plots import CHARTS, draw_charts
-from harness.results import load
-from harness.scenario import load_scenario
+from harness.report.charts import CHARTS, draw_charts
+from harness.report.page import render_html, write_html
+from harness.results.model import load
+from harness.scenario.schema import load_scenario
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -610,7 +610,7 @@ def test_admin_refuse_needs_and_uses_the_control_listener(
 
 
 def test_ledger_records_what_each_client_saw(tmp_path: Path, gateways: list[PgProcess]) -> None:
-    from harness.results import ledger_from_csv
+    from harness.results.model import ledger_from_csv
 
     ledger = tmp_path / "pg-ledger.csv"
     g = PgProcess(pg_scenario(tmp_path, "{type: healthy}"), t0=time.time(), ledger=ledger)

@@ -4,7 +4,7 @@
 import httpx
 import pandas as pd
 
-from harness.metrics import BREAKER_STATES, PRESETS, Scraper, canonical, parse_text
+from harness.analysis.series import BREAKER_STATES, PRESETS, Scraper, canonical, parse_text
 
 SHOP = """\
 # TYPE shop_workers_busy gauge

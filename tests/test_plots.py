@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
-from harness.plots import BUILD_COLOURS, CHARTS, MAX_BLIPS, _fault_windows, draw_charts
-from harness.results import SAMPLE_DTYPES, BuildResult, RunResult, load
-from harness.scenario import Scenario, load_scenario, load_scenario_text
+from harness.report.charts import BUILD_COLOURS, CHARTS, MAX_BLIPS, _fault_windows, draw_charts
+from harness.results.model import SAMPLE_DTYPES, BuildResult, RunResult, load
+from harness.scenario.schema import Scenario, load_scenario, load_scenario_text
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harness.precise_timer import PreciseTimer
+from harness.core.precise_timer import PreciseTimer
 
 LINUX = sys.platform.startswith("linux")
 

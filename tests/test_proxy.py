@@ -23,10 +23,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.errors import InputError, ScenarioError
-from harness.faults import fate
-from harness.proxy import Proxy, main
-from harness.toxics import (
+from harness.core.errors import InputError, ScenarioError
+from harness.gateway.decide import fate
+from harness.proxy.server import Proxy, main
+from harness.proxy.toxics import (
     LatencyToxic,
     ProxyConfigError,
     load_schedule,

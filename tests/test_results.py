@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InputError
-from harness.results import latest, load, new_run_dir, samples_from_csv, write_json_atomic
+from harness.core.errors import InputError
+from harness.results.model import latest, load, new_run_dir, samples_from_csv, write_json_atomic
 
 
 def test_run_dirs_are_unique_and_latest_finds_the_newest(tmp_path: Path) -> None:

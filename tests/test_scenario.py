@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.errors import ScenarioError
-from harness.scenario import load_scenario, load_scenario_text
+from harness.core.errors import ScenarioError
+from harness.scenario.schema import load_scenario, load_scenario_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

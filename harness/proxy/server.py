@@ -53,14 +53,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.errors import InputError, RunError, ScenarioError
-from harness.precise_timer import PreciseTimer
-from harness.relay import (
+from harness.core.errors import InputError, RunError, ScenarioError
+from harness.core.precise_timer import PreciseTimer
+from harness.proxy.relay import (
     Connection,
     Refuser,
     Stats,
 )
-from harness.toxics import (
+from harness.proxy.toxics import (
     ProxyConfigError,
     ProxyPhase,
     Schedule,

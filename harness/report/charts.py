@@ -34,9 +34,9 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from harness.metrics import PRESETS, Selector, canonical, select
-from harness.results import RunResult
-from harness.scenario import Phase, Scenario
+from harness.analysis.series import PRESETS, Selector, canonical, select
+from harness.results.model import RunResult
+from harness.scenario.schema import Phase, Scenario
 
 Array = npt.NDArray[np.float64]
 Handle = Line2D | Patch

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.metrics import BREAKER_STATES, PRESETS, Selector, canonical, select
-from harness.results import RunResult
-from harness.scenario import Scenario
+from harness.analysis.series import BREAKER_STATES, PRESETS, Selector, canonical, select
+from harness.results.model import RunResult
+from harness.scenario.schema import Scenario
 
 _EPS_S = 1e-5
 QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from harness.faults import fate
-from harness.toxics import (
+from harness.gateway.decide import fate
+from harness.proxy.toxics import (
     HOLD_LIMIT_S,
     BandwidthToxic,
     Direction,
@@ -33,7 +33,7 @@ from harness.toxics import (
 )
 
 if TYPE_CHECKING:
-    from harness.proxy import Proxy
+    from harness.proxy.server import Proxy
 
 CONNECT_TIMEOUT_S = 5.0
 """A client whose upstream cannot be reached within this is closed (counted)."""

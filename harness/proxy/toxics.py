@@ -16,10 +16,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from harness.durations import Duration
-from harness.errors import InputError, Problem, ScenarioError
-from harness.scenario import StrictModel as _Model
-from harness.scenario import ordered_phases, validate_yaml
+from harness.core.durations import Duration
+from harness.core.errors import InputError, Problem, ScenarioError
+from harness.scenario.schema import StrictModel as _Model
+from harness.scenario.schema import ordered_phases, validate_yaml
 
 Direction = Literal["upstream", "downstream"]
 Stream = Literal["upstream", "downstream", "both"]

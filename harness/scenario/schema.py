@@ -22,8 +22,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from harness.durations import Duration
-from harness.errors import Problem, ScenarioError
+from harness.core.durations import Duration
+from harness.core.errors import Problem, ScenarioError
 
 
 def _kebab(name: str) -> str:
@@ -737,7 +737,7 @@ def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
 
 def _gate_problems(scenario: Scenario, index: dict[_Path, yaml.Node], file: str) -> list[Problem]:
     """Parse every gate and check the builds, phases and figures it names."""
-    from harness.gates import GateSyntaxError, check_gate, parse_gate
+    from harness.gates.evaluate import GateSyntaxError, check_gate, parse_gate
 
     problems = []
     for i, spec in enumerate(scenario.gate_specs()):

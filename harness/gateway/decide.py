@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.scenario import HANG_LIMIT_S as HANG_LIMIT_S
-from harness.scenario import (
+from harness.scenario.schema import HANG_LIMIT_S as HANG_LIMIT_S
+from harness.scenario.schema import (
     ErrorFault,
     Fault,
     LatencyComponent,

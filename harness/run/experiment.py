@@ -20,18 +20,10 @@ from typing import Any
 import httpx
 
 import harness.load
-from harness.errors import ProcessDied, RunError
+from harness.analysis.series import PRESETS, Scraper
+from harness.core.errors import ProcessDied, RunError
 from harness.load.plan import EndpointPlan, LoadPlan
-from harness.metrics import PRESETS, Scraper
-from harness.procs import (
-    LOOPBACK,
-    ProcessGroup,
-    listener,
-    port_of,
-    shielded_from_signals,
-    wait_http,
-)
-from harness.results import (
+from harness.results.model import (
     harness_version,
     host_info,
     ledger_from_csv,
@@ -43,7 +35,15 @@ from harness.results import (
     write_parquet_atomic,
     write_text_atomic,
 )
-from harness.scenario import Build, LoadedScenario
+from harness.run.processes import (
+    LOOPBACK,
+    ProcessGroup,
+    listener,
+    port_of,
+    shielded_from_signals,
+    wait_http,
+)
+from harness.scenario.schema import Build, LoadedScenario
 
 _READY_TIMEOUT_S = 90.0
 LOCUSTFILE = Path(harness.load.__file__).with_name("locustfile.py")
@@ -256,7 +256,7 @@ class Experiment:
         try:
             group.start(
                 "pg",
-                [py, "-m", "harness.pg", "--scenario", str(self.run_dir / "scenario.yaml"),
+                [py, "-m", "harness.gateway", "--scenario", str(self.run_dir / "scenario.yaml"),
                  "--fd", str(pg_sock.fileno()), "--control-fd", str(control_sock.fileno()),
                  "--ledger", str(bdir / "pg-ledger.csv")],
                 pass_fds=(pg_sock.fileno(), control_sock.fileno()),

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.plots import CAPTIONS, CHARTS
-from harness.report import fmt, headline_rows, table_header
-from harness.results import harness_version, write_text_atomic
+from harness.report.charts import CAPTIONS, CHARTS
+from harness.report.tables import fmt, headline_rows, table_header
+from harness.results.model import harness_version, write_text_atomic
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 """Nothing may be fetched: images only from data: URIs, styles only inline."""

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.scenario import Scenario
+from harness.scenario.schema import Scenario
 
 # ---------------------------------------------------------------- parsing
 

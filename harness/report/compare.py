@@ -13,8 +13,8 @@ from typing import Any
 
 from rich.table import Table
 
-from harness.analysis import change_pct, flatten
-from harness.errors import InputError
+from harness.analysis.figures import change_pct, flatten
+from harness.core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def load_report(run_dir: Path) -> dict[str, Any]:
     """A run's report, rendered from its raw files if report.json is missing."""
     import json
 
-    from harness.report import make_report
+    from harness.report.tables import make_report
 
     path = Path(run_dir) / "report.json"
     if path.exists():

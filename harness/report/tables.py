@@ -12,9 +12,9 @@ from typing import Any
 
 from rich.table import Table
 
-from harness.analysis import analyse, change_pct
-from harness.results import load, write_json_atomic, write_text_atomic
-from harness.scenario import load_scenario
+from harness.analysis.figures import analyse, change_pct
+from harness.results.model import load, write_json_atomic, write_text_atomic
+from harness.scenario.schema import load_scenario
 
 
 def make_report(run_dir: str | Path, charts: bool = True) -> dict[str, Any]:
@@ -27,8 +27,8 @@ def make_report(run_dir: str | Path, charts: bool = True) -> dict[str, Any]:
     write_json_atomic(path / "report.json", report)
     write_text_atomic(path / "report.md", markdown(report))
     if charts and report["builds"]:
-        from harness.html import write_html
-        from harness.plots import draw_charts
+        from harness.report.charts import draw_charts
+        from harness.report.page import write_html
 
         write_html(path, report, draw_charts(run, scenario, path / "charts"))
     return report

@@ -23,7 +23,7 @@ from types import TracebackType
 
 import httpx
 
-from harness.errors import ProcessDied, RunError
+from harness.core.errors import ProcessDied, RunError
 
 LOOPBACK = "127.0.0.1"
 

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from harness.errors import InputError
+from harness.core.errors import InputError
 
 if TYPE_CHECKING:
-    from harness.scenario import Scenario
+    from harness.scenario.schema import Scenario
 
 SAMPLE_DTYPES = {
     "endpoint": "string",
@@ -200,7 +200,7 @@ class RunResult:
     @property
     def scenario(self) -> Scenario:
         """The scenario exactly as the run read it (its copy in the run folder)."""
-        from harness.scenario import load_scenario
+        from harness.scenario.schema import load_scenario
 
         return load_scenario(self.path / "scenario.yaml").scenario
 

@@ -1,0 +1,5 @@
+"""``python -m harness.proxy``: the TCP fault proxy as a process of its own."""
+
+from harness.proxy.server import main
+
+main()

@@ -1,0 +1,5 @@
+"""Everything people read: make_report, tables, markdown, the HTML page, charts, compare."""
+
+from harness.report.tables import make_report, terminal_table
+
+__all__ = ["make_report", "terminal_table"]

@@ -1,0 +1,1 @@
+"""Orchestration of a run: processes, scraper, targets (the Target seam), experiment, manifest."""
