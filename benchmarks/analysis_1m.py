@@ -7,7 +7,7 @@ reported:
 
   harness   ``harness.report.make_report(run_dir)``: load, analyse, write the report
             (and, if it has a ``charts`` switch, once more with ``charts=False``)
-  analyse   ``harness.analysis.analyse(load(run_dir), scenario)`` alone (no files written)
+  analyse   ``harness.analysis.figures.analyse(load(run_dir), scenario)`` alone (no files written)
   load      ``harness.results.load(run_dir)`` alone
   reference the bare cost: read the same parquet columns with pyarrow and compute the
             same percentiles (latency and service time per build and endpoint) with numpy
@@ -37,9 +37,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from harness.analysis.figures import analyse
-from harness.report.tables import make_report
-from harness.results.model import SAMPLE_DTYPES, load
-from harness.scenario.schema import load_scenario
+from harness.report.make import make_report
+from harness.results.io import SAMPLE_DTYPES
+from harness.results.model import load
+from harness.scenario.loader import load_scenario
 
 TARGET_S = 5.0
 REPEAT = 3

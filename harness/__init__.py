@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import HarnessError, InputError, ProcessDied, RunError, ScenarioError
-from harness.scenario.schema import load_scenario
+from harness.scenario.loader import load_scenario
 
 if TYPE_CHECKING:
     from harness.results.model import latest as latest_run

@@ -6,25 +6,25 @@ Exit codes: 0 success · 1 a gate failed · 2 bad input · 3 the run failed ·
 
 from __future__ import annotations
 
-import ipaddress
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from harness.core.errors import HarnessError, InputError, RunError, ScenarioError
-from harness.run.experiment import Experiment, Progress, RunListener
-from harness.scenario.schema import load_scenario
+from harness.scenario.loader import load_scenario
+
+if TYPE_CHECKING:
+    from harness.run.events import Progress
 
 EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -34,10 +34,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-if not console.is_terminal:
-    # Logs and pipes have no width; 80 columns would fold figure names mid-word.
-    console = Console(width=140)
+
+
+class _Console(Console):
+    """Rich's console, except that logs and pipes get 140 columns.
+
+    They have no width, and rich's 80 would fold figure names mid-word. Decided
+    when printing, not at import, so it follows wherever stdout points then.
+    """
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(140, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+console = _Console()
 err = Console(stderr=True)
 
 ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file", show_default=False)]
@@ -109,7 +125,8 @@ class _ProgressView:
 
 
 def _report(run_dir: Path) -> None:
-    from harness.report.tables import make_report, terminal_table
+    from harness.report.make import make_report
+    from harness.report.tables import terminal_table
 
     report = make_report(run_dir)
     if report["builds"]:
@@ -144,6 +161,10 @@ def run(
                 f"unknown build(s) {unknown}; the scenario has {list(loaded.scenario.builds)}"
             )
         )
+    # Imported here: the run pulls in pandas, which `validate` and `--help` do not need.
+    from harness.run.events import RunListener
+    from harness.run.experiment import Experiment
+
     signal.signal(signal.SIGTERM, _raise_interrupt)
     view = _ProgressView()
     listener = RunListener(
@@ -193,15 +214,11 @@ def _gate(
     scenario_gates: bool = True,
 ) -> int:
     """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
-    from harness.gates.evaluate import (
-        GateSyntaxError,
-        check_gate,
-        evaluate_all,
-        gates_of,
-        junit_xml,
-    )
-    from harness.gates.evaluate import parse_gate as parse
+    from harness.gates.evaluate import evaluate_all, gates_of
+    from harness.gates.junit import junit_xml
     from harness.report.compare import load_report
+    from harness.scenario.gates import GateSyntaxError, check_gate
+    from harness.scenario.gates import parse_gate as parse
 
     scenario = load_scenario(run_dir / "scenario.yaml").scenario
     gates = gates_of(scenario) if scenario_gates else []
@@ -300,106 +317,37 @@ def plot(run_dir: RunDirArg) -> None:
     try:
         run = load(run_dir)
         scenario = load_scenario(run_dir / "scenario.yaml").scenario
+        charts = draw_charts(run, scenario, run_dir / "charts")  # an unknown preset: InputError
     except InputError as exc:
         raise _fail_input(exc) from None
-    for name, path in draw_charts(run, scenario, run_dir / "charts").items():
+    for name, path in charts.items():
         console.print(f"{name}: {path}", highlight=False)
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+_FORWARDED = {"allow_extra_args": True, "ignore_unknown_options": True}
+"""The process's own parser reads every argument (``--help`` included): one set of options."""
 
 
-@app.command()
-def pg(
-    scenario: Annotated[Path, typer.Option(help="serve this scenario's fault schedule")],
-    host: Annotated[str, typer.Option(help="loopback address to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port (0 = any free port)")] = 8089,
-    control_port: Annotated[
-        int | None,
-        typer.Option(help="also serve /metrics and /__admin here, answering even while refused"),
-    ] = None,
-    ledger: Annotated[
-        Path | None, typer.Option(help="write every call received to this CSV (the ledger)")
-    ] = None,
-) -> None:
-    """Run the fault-injecting payment gateway alone, so your own service can call it."""
-    from harness.gateway.server import Gateway, serve
+@app.command(context_settings=_FORWARDED, add_help_option=False)
+def pg(ctx: typer.Context) -> None:
+    """Run the fault-injecting payment gateway alone, so your own service can call it.
 
-    if not _loopback(host):
-        raise _fail_input(InputError(f"--host {host}: the gateway only binds loopback addresses"))
-    try:
-        loaded = load_scenario(scenario)
-    except InputError as exc:
-        raise _fail_input(exc) from None
-    try:
-        sock = socket.create_server((host, port), backlog=4096)
-        control = (
-            socket.create_server((host, control_port), backlog=64)
-            if control_port is not None
-            else None
-        )
-    except OSError as exc:
-        err.print(f"cannot bind on {host}: {exc.strerror}")
-        raise typer.Exit(EXIT_RUN) from None
-    where = f"http://{host}:{sock.getsockname()[1]}"
-    admin = f"http://{host}:{control.getsockname()[1]}" if control is not None else where
-    console.print(
-        f"payment gateway on {where}  (POST /v1/payments/approve); metrics and admin on "
-        f"{admin}  (GET /metrics, GET/PUT /__admin/fault, POST /__admin/reset); "
-        "schedule clock starts now; Ctrl-C stops",
-        highlight=False,
-    )
-    gateway = Gateway(
-        loaded.scenario.pg.phases, loaded.scenario.seed, t0=time.time(), ledger_path=ledger
-    )
-    serve(gateway, sock, control)
+    Options: harness pg --help (--scenario, --port, --control-port, --ledger, --host...).
+    """
+    from harness.gateway.main import main as gateway_main
+
+    gateway_main(ctx.args, prog="harness pg", standalone=True)
 
 
-@app.command()
-def proxy(
-    upstream: Annotated[
-        str, typer.Option(help="loopback HOST:PORT of the dependency to break", show_default=False)
-    ],
-    listen: Annotated[
-        str, typer.Option(help="loopback HOST:PORT to accept on (port 0 = any free port)")
-    ] = "127.0.0.1:0",
-    schedule: Annotated[
-        Path | None, typer.Option(help="YAML file: phases: [{name, start, duration, toxics}]")
-    ] = None,
-    seed: Annotated[
-        int, typer.Option(help="seeds which connections a toxic hits, jitter, slice sizes")
-    ] = 0,
-    t0: Annotated[
-        float | None, typer.Option(help="Unix time the schedule counts from (default: now)")
-    ] = None,
-    metrics_port: Annotated[
-        int | None, typer.Option(help="serve GET /metrics on 127.0.0.1:PORT (0 = any free port)")
-    ] = None,
-) -> None:
-    """Forward TCP to a local dependency and break it with Toxiproxy-style toxics on a schedule."""
-    from harness.proxy.server import Proxy, serve
-    from harness.proxy.toxics import load_schedule
+@app.command(context_settings=_FORWARDED, add_help_option=False)
+def proxy(ctx: typer.Context) -> None:
+    """Forward TCP to a local dependency and break it with Toxiproxy-style toxics on a schedule.
 
-    try:
-        loaded = load_schedule(schedule) if schedule is not None else None
-        tcp_proxy = Proxy(listen, upstream, seed=seed, schedule=loaded, t0=t0)
-    except InputError as exc:
-        raise _fail_input(exc) from None
-    try:
-        serve(
-            tcp_proxy,
-            metrics_port,
-            announce=lambda line: console.print(line, highlight=False, markup=False),
-        )
-    except RunError as exc:
-        err.print(f"[red]proxy failed[/red]: {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_RUN) from None
+    Options: harness proxy --help (--upstream, --listen, --schedule, --seed, --metrics-port...).
+    """
+    from harness.proxy.main import main as proxy_main
+
+    proxy_main(ctx.args, prog="harness proxy")
 
 
 def main() -> None:  # pragma: no cover - console entry point alias

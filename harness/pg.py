@@ -1,6 +1,6 @@
 """``python -m harness.pg``: the documented name of the gateway process (see harness.gateway)."""
 
-from harness.gateway.server import main
+from harness.gateway.main import main
 
 if __name__ == "__main__":
     main()

@@ -9,25 +9,29 @@ are differenced between scrapes.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.analysis.series import BREAKER_STATES, PRESETS, Selector, canonical, select
-from harness.results.model import RunResult
+from harness.analysis.combine import combine_repetitions, compare
+from harness.analysis.combine import round_figure as _round
+from harness.analysis.model import (
+    SCHEMA,
+    BuildFigures,
+    BuildReport,
+    EndpointFigures,
+    LedgerFigures,
+    Percentiles,
+    Report,
+    Timeline,
+    WindowFigures,
+)
+from harness.analysis.series import BREAKER_STATES, PG_RECEIVED, canonical, preset_named, select
+from harness.results.model import BuildResult, RunResult
 from harness.scenario.schema import Scenario
 
 _EPS_S = 1e-5
 QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
-PG_RECEIVED = Selector("pg_calls_received_total")
-"""The gateway's own count of calls received: the ground truth for amplification."""
-
-
-def _round(x: float | None, digits: int = 4) -> float | None:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return None
-    return round(float(x), digits)
 
 
 def measured(samples: pd.DataFrame, t0: float, duration_s: float) -> pd.DataFrame:
@@ -39,7 +43,7 @@ def measured(samples: pd.DataFrame, t0: float, duration_s: float) -> pd.DataFram
 
 def endpoint_stats(
     samples: pd.DataFrame, start: float, end: float, offered_rps: float
-) -> dict[str, Any]:
+) -> EndpointFigures:
     """Requests, rates, success and latency percentiles of samples intended in [start, end)."""
     window = measured(samples, start, end - start)
     n = len(window)
@@ -62,16 +66,18 @@ def endpoint_stats(
     }
 
 
-def _percentiles(values: pd.Series) -> dict[str, float | None]:
+def _percentiles(values: pd.Series) -> Percentiles:
     if values.empty:
         return {"p50": None, "p95": None, "p99": None, "max": None, "mean": None}
     arr = values.to_numpy(dtype=float)
-    out: dict[str, float | None] = {
-        k: _round(float(np.quantile(arr, q))) for k, q in QUANTILES.items()
+    p50, p95, p99 = (_round(float(np.quantile(arr, q))) for q in QUANTILES.values())
+    return {
+        "p50": p50,
+        "p95": p95,
+        "p99": p99,
+        "max": _round(float(arr.max())),
+        "mean": _round(float(arr.mean())),
     }
-    out["max"] = _round(float(arr.max()))
-    out["mean"] = _round(float(arr.mean()))
-    return out
 
 
 def counter_delta(series: pd.Series, start: float, end: float) -> float | None:
@@ -100,16 +106,14 @@ def gauge_summary(series: pd.Series, start: float, end: float) -> dict[str, floa
 class BuildSeries:
     """What one build measured, indexed once so any time window can be cut cheaply."""
 
-    def __init__(
-        self, scenario: Scenario, samples: pd.DataFrame, metrics: pd.DataFrame, info: dict[str, Any]
-    ) -> None:
+    def __init__(self, scenario: Scenario, build: BuildResult) -> None:
         self.scenario = scenario
-        first = float(samples["intended_start"].min()) if len(samples) else 0.0
-        self.t0 = float(info.get("t0", first))
+        self.t0 = build.t0
+        samples, metrics = build.samples, build.metrics
         self.samples = samples
         self.by_endpoint = {name: samples[samples["endpoint"] == name] for name in scenario.traffic}
         self.gateway_endpoints = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
-        preset = PRESETS[info.get("preset", "shop")]
+        preset = preset_named(build.preset)
         empty = pd.DataFrame({"t": [], "series": [], "value": []})
         canon = canonical(metrics, preset) if len(metrics) else empty
         self.series = {
@@ -123,7 +127,7 @@ class BuildSeries:
     def get(self, name: str) -> pd.Series:
         return self.series.get(name, pd.Series(dtype=float))
 
-    def window(self, start_s: float, end_s: float) -> dict[str, Any]:
+    def window(self, start_s: float, end_s: float) -> WindowFigures:
         """Figures of requests intended, and of scrapes taken, in [t0+start_s, t0+end_s)."""
         start, end = self.t0 + start_s, self.t0 + end_s
         endpoints = {
@@ -162,7 +166,7 @@ class BuildSeries:
             },
         }
 
-    def timeline(self) -> dict[str, float | None]:
+    def timeline(self) -> Timeline:
         """How fast the breaker reacted, how fast service came back, and needless blocking."""
         fault = self.scenario.fault_window()
         if fault is None:
@@ -217,7 +221,7 @@ class BuildSeries:
         return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
 
 
-def ledger_figures(ledger: pd.DataFrame, payments: pd.DataFrame) -> dict[str, Any] | None:
+def ledger_figures(ledger: pd.DataFrame, payments: pd.DataFrame) -> LedgerFigures | None:
     """Duplicate calls per payment and the reconciliation of gateway and target records.
 
     Covers the whole run (warmup and drain included): a payment approved at the
@@ -228,7 +232,7 @@ def ledger_figures(ledger: pd.DataFrame, payments: pd.DataFrame) -> dict[str, An
         return None
     per_key = ledger.groupby("key").size()
     approved = set(ledger.loc[ledger["decision"] == "approved", "key"])
-    out: dict[str, Any] = {
+    out: LedgerFigures = {
         "calls": len(ledger),
         "keys": len(per_key),
         "duplicate_keys": int((per_key > 1).sum()),
@@ -252,16 +256,9 @@ def ledger_figures(ledger: pd.DataFrame, payments: pd.DataFrame) -> dict[str, An
     return out
 
 
-def build_figures(
-    scenario: Scenario,
-    samples: pd.DataFrame,
-    metrics: pd.DataFrame,
-    info: dict[str, Any],
-    ledger: pd.DataFrame | None = None,
-    payments: pd.DataFrame | None = None,
-) -> dict[str, Any]:
+def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     """Every figure of one build: whole window, fault window, each phase, and timeline."""
-    data = BuildSeries(scenario, samples, metrics, info)
+    data = BuildSeries(scenario, build)
     duration = scenario.duration
     whole = data.window(0.0, duration)
     fault_window = scenario.fault_window() or (0.0, duration)
@@ -300,10 +297,7 @@ def build_figures(
         },
         "timeline": data.timeline(),
         "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
-        "ledger": ledger_figures(
-            ledger if ledger is not None else pd.DataFrame(),
-            payments if payments is not None else pd.DataFrame(),
-        ),
+        "ledger": ledger_figures(build.ledger, build.payments),
     }
 
 
@@ -311,112 +305,19 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return _round(num / den, 3) if num is not None and den else None
 
 
-def _flat_window(figures: dict[str, Any], suffix: str, flat: dict[str, float | None]) -> None:
-    for ep, stats in figures["endpoints"].items():
-        for q in ("p50", "p95", "p99", "max"):
-            flat[f"{ep}.latency_s.{q}{suffix}"] = stats["latency_s"][q]
-        flat[f"{ep}.success_pct{suffix}"] = stats["success_pct"]
-        flat[f"{ep}.achieved_rps{suffix}"] = stats["achieved_rps"]
-    for section in ("workers", "breaker", "pg", "timeline", "ledger"):
-        for key, value in (figures.get(section) or {}).items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                flat[f"{section}.{key}{suffix}"] = float(value)
-
-
-def flatten(figures: dict[str, Any]) -> dict[str, float | None]:
-    """The comparable numbers of a build as dotted keys, phases in brackets.
-
-    For example ``products.latency_s.p95``, ``workers.busy_p50_fault``,
-    ``products.latency_s.p95[outage]``.
-    """
-    flat: dict[str, float | None] = {}
-    _flat_window(figures, "", flat)
-    for phase, window in figures.get("phases", {}).items():
-        _flat_window(window, f"[{phase}]", flat)
-    return flat
-
-
-def change_pct(baseline: float | None, value: float | None) -> float | None:
-    if baseline is None or value is None or baseline == 0:
-        return None
-    return round(100.0 * (value - baseline) / baseline, 1)
-
-
-def compare(figures: dict[str, dict[str, Any]], baseline: str) -> dict[str, Any]:
-    """Every figure of every other build against the baseline build, with % change."""
-    base = flatten(figures[baseline])
-    out: dict[str, Any] = {}
-    for name, fig in figures.items():
-        if name == baseline:
-            continue
-        flat = flatten(fig)
-        out[name] = {
-            key: {
-                "baseline": base.get(key),
-                "value": flat.get(key),
-                "change_pct": change_pct(base.get(key), flat.get(key)),
-            }
-            for key in base
-        }
-    return out
-
-
-def _mean_tree(trees: list[Any]) -> Any:
-    """Average the numeric leaves of several same-shaped figure trees (repetitions)."""
-    first = trees[0]
-    if isinstance(first, dict):
-        keys = [k for k in first if all(isinstance(t, dict) and k in t for t in trees)]
-        return {k: _mean_tree([t[k] for t in trees]) for k in keys}
-    if isinstance(first, bool) or not isinstance(first, int | float):
-        return first
-    values = [float(t) for t in trees if isinstance(t, int | float)]
-    return _round(float(np.mean(values))) if len(values) == len(trees) else None
-
-
-def bootstrap_ci(
-    values: list[float], rng: np.random.Generator, rounds: int = 2000
-) -> tuple[float, float]:
-    """95% bootstrap interval of the mean of ``values`` (one value per repetition)."""
-    arr = np.asarray(values, dtype=float)
-    means = arr[rng.integers(0, len(arr), size=(rounds, len(arr)))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return float(low), float(high)
-
-
-def combine_repetitions(reps: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
-    """One build's figures over N repetitions: means, plus a 95% interval for every figure."""
-    if len(reps) == 1:
-        return reps[0]
-    combined: dict[str, Any] = _mean_tree(reps)
-    flats = [flatten(r) for r in reps]
-    rng = np.random.default_rng(seed)
-    ci: dict[str, list[float | None]] = {}
-    for key in flats[0]:
-        values = [f.get(key) for f in flats]
-        if all(v is not None for v in values):
-            low, high = bootstrap_ci([float(v) for v in values if v is not None], rng)
-            ci[key] = [_round(low), _round(high)]
-    combined["repetitions"] = len(reps)
-    combined["ci95"] = ci
-    return combined
-
-
-def analyse(run: RunResult, scenario: Scenario) -> dict[str, Any]:
+def analyse(run: RunResult, scenario: Scenario) -> Report:
     """The whole report as a dict (the content of ``report.json``)."""
-    per_build: dict[str, list[dict[str, Any]]] = {}
+    per_build: dict[str, list[BuildFigures]] = {}
     status: dict[str, str] = {}
-    for key, b in run.builds.items():
+    for b in run.builds.values():
         if not len(b.samples):
             continue
-        name = str(b.info.get("build", key))
-        per_build.setdefault(name, []).append(
-            build_figures(scenario, b.samples, b.metrics, b.info, b.ledger, b.payments)
-        )
-        status[name] = str(b.info.get("status"))
+        per_build.setdefault(b.build, []).append(build_figures(scenario, b))
+        status[b.build] = str(b.info.get("status"))
     figures = {name: combine_repetitions(reps, scenario.seed) for name, reps in per_build.items()}
     baseline = next(iter(figures), None)
     return {
-        "schema": "harness.report/1",
+        "schema": SCHEMA,
         "scenario": scenario.name,
         "run_id": run.manifest.get("run_id"),
         "status": run.manifest.get("status"),
@@ -439,12 +340,13 @@ def analyse(run: RunResult, scenario: Scenario) -> dict[str, Any]:
         },
         "baseline": baseline,
         "builds": {
-            name: {
-                "profile": scenario.builds[name].profile,
-                "status": status[name],
-                **fig,
-            }
+            name: _build_report(scenario.builds[name].profile, status[name], fig)
             for name, fig in figures.items()
         },
         "comparison": compare(figures, baseline) if baseline else {},
     }
+
+
+def _build_report(profile: str, status: str, figures: BuildFigures) -> BuildReport:
+    """A build's section: profile and status first, then its figures (the order of report.json)."""
+    return {"profile": profile, "status": status, **figures}

@@ -1,25 +1,26 @@
-"""Metrics: scrape Prometheus text from the processes, keep every sample, map to canonical series.
+"""Scraped metrics: parse Prometheus text, keep every sample, map to canonical series.
 
-The scraper stores what it read, untouched (long format: t, source, series,
-labels, value). Canonical series (busy_workers, max_workers, breaker_state,
-blocked_calls, pg_calls, retries) are derived afterwards through a *preset*
-that names the concrete series of one kind of target, so a Spring Boot
-service and the reference shop are read the same way.
+Samples are kept as read (long format: t, source, series, labels, value;
+``harness.run.scraper`` collects them during a run). Canonical series
+(busy_workers, max_workers, breaker_state, blocked_calls, pg_calls, retries)
+are derived afterwards through a *preset* that names the concrete series of
+one kind of target, so a Spring Boot service and the reference shop are read
+the same way.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import httpx
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.core.errors import InputError
+
 METRIC_COLUMNS = ["t", "source", "series", "labels", "value"]
+"""Columns of ``metrics.parquet``."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,16 @@ PRESETS: dict[str, Preset] = {
 BREAKER_STATES = {"closed": 0, "open": 1, "half_open": 2, "disabled": 3, "forced_open": 4}
 """Numeric codes of breaker states in the canonical ``breaker_state`` series."""
 
-Clock = Callable[[], float]
+PG_RECEIVED = Selector("pg_calls_received_total")
+"""The gateway's own counter of calls received (source ``pg``): the truth for amplification."""
+
+
+def preset_named(name: str | None) -> Preset:
+    """The preset a build recorded in the manifest; runs that recorded none used ``shop``."""
+    try:
+        return PRESETS[name or "shop"]
+    except KeyError:
+        raise InputError(f"unknown metrics preset {name!r}; known: {sorted(PRESETS)}") from None
 
 
 def parse_text(text: str, t: float, source: str) -> list[tuple[float, str, str, str, float]]:
@@ -86,86 +96,8 @@ def parse_text(text: str, t: float, source: str) -> list[tuple[float, str, str, 
     return rows
 
 
-class Scraper:
-    """GETs each source's /metrics every ``interval_s`` on a thread; keeps every sample.
-
-    The HTTP transport and the clock are injectable so tests can feed text
-    without a server.
-    """
-
-    def __init__(
-        self,
-        sources: Mapping[str, str],
-        interval_s: float,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        clock: Clock = time.time,
-    ) -> None:
-        self.sources = dict(sources)
-        self.interval_s = interval_s
-        self.clock = clock
-        self.client = httpx.Client(timeout=max(0.5, interval_s), transport=transport)
-        self.rows: list[tuple[float, str, str, str, float]] = []
-        self.failures: dict[str, int] = {name: 0 for name in self.sources}
-        self.latest: dict[str, list[tuple[float, str, str, str, float]]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def scrape_once(self) -> None:
-        for source, url in self.sources.items():
-            t = self.clock()
-            try:
-                response = self.client.get(url)
-                response.raise_for_status()
-                rows = parse_text(response.text, t, source)
-            except (httpx.HTTPError, ValueError):
-                self.failures[source] += 1
-                continue
-            self.rows.extend(rows)
-            self.latest[source] = rows
-
-    def _loop(self) -> None:
-        next_at = self.clock()
-        while not self._stop.is_set():
-            self.scrape_once()
-            next_at += self.interval_s
-            self._stop.wait(max(0.0, next_at - self.clock()))
-
-    def start(self) -> Scraper:
-        self._thread = threading.Thread(target=self._loop, name="scraper", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self.client.close()
-
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows, columns=METRIC_COLUMNS)
-
-    def latest_value(self, source: str, selector: Selector) -> float | None:
-        """Sum of the newest scrape's samples matching ``selector`` (for live progress)."""
-        rows = self.latest.get(source)
-        if not rows:
-            return None
-        total, found = 0.0, False
-        for _, _, series, labels, value in rows:
-            if series == selector.series and _labels_match(labels, selector.labels):
-                total += value
-                found = True
-        return total if found else None
-
-    def latest_state(self, source: str, series: str) -> str | None:
-        for _, _, name, labels, value in self.latest.get(source, []):
-            if name == series and value == 1.0:
-                state = json.loads(labels).get("state")
-                return str(state) if state is not None else None
-        return None
-
-
-def _labels_match(labels_json: str, wanted: Mapping[str, str]) -> bool:
+def labels_match(labels_json: str, wanted: Mapping[str, str]) -> bool:
+    """Whether a sample's labels (as stored: sorted JSON) include every ``wanted`` pair."""
     if not wanted:
         return True
     labels = json.loads(labels_json)
@@ -176,7 +108,7 @@ def select(metrics: pd.DataFrame, source: str, selector: Selector) -> pd.Series:
     """A time series (index t) of the summed values matching ``selector`` from one source."""
     rows = metrics[(metrics["source"] == source) & (metrics["series"] == selector.series)]
     if selector.labels and not rows.empty:
-        rows = rows[rows["labels"].map(lambda s: _labels_match(s, selector.labels))]
+        rows = rows[rows["labels"].map(lambda s: labels_match(s, selector.labels))]
     return rows.groupby("t")["value"].sum().sort_index()
 
 

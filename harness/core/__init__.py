@@ -1,2 +1,3 @@
-"""Leaf helpers every other package may use: errors, durations, loopback networking, fate,
-the time line of phases, strict YAML models, the precise timer. Imports nothing of the harness."""
+"""Leaf helpers every other package may use: errors, durations, loopback networking (net), fate,
+the time line (phases, fault windows), strict YAML models, the precise timer and the serve loop
+(serving). Imports nothing of the harness outside ``harness.core``."""

@@ -3,12 +3,18 @@
 ::
 
     HarnessError
-     ├── InputError          bad scenario or arguments            -> exit 2
-     │    └── ScenarioError  every problem of one scenario file, each with file, line, field
-     └── RunError            the run itself failed                -> exit 3
-          └── ProcessDied    a process the run started exited early
+     ├── InputError             bad scenario or arguments            -> exit 2
+     │    ├── ScenarioError     every problem of one input file, each with file, line, field
+     │    ├── AddressError      an address malformed or off loopback (harness.core.net)
+     │    └── ProxyConfigError  an address or toxic the proxy refuses (harness.proxy.toxics)
+     └── RunError               the run itself failed                -> exit 3
+          └── ProcessDied       a process the run started exited early
 
 The library raises these and never exits; only ``harness.cli`` picks exit codes.
+Two ``ValueError`` subclasses stay outside the tree because they never reach
+the CLI as such: ``GateSyntaxError`` (``harness.scenario.gates``) becomes a
+located ``Problem`` or an ``InputError``, and the gateway's ``OverrideError``
+becomes an HTTP 400.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import heapq
 import itertools
 import os
@@ -42,7 +43,9 @@ class _Itimerspec(ctypes.Structure):
     _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """libc with the timerfd calls typed, loaded on the first precise sleep (None: not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -58,8 +61,6 @@ def _libc() -> ctypes.CDLL | None:
         return None
     return libc
 
-
-_LIBC = _libc()
 
 _Entry = tuple[float, int, "asyncio.Future[None]"]
 
@@ -113,20 +114,22 @@ class PreciseTimer:
     def _open(self, loop: asyncio.AbstractEventLoop) -> None:
         self.close()
         self._loop = loop
-        if _LIBC is None or not self._use_timerfd:
+        libc = _libc() if self._use_timerfd else None
+        if libc is None:
             return
-        fd = _LIBC.timerfd_create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC)
+        fd = libc.timerfd_create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC)
         if fd < 0:
             return
         self._fd = fd
         loop.add_reader(fd, self._fire)
 
     def _arm(self, deadline: float) -> None:
-        assert _LIBC is not None
+        libc = _libc()
+        assert libc is not None
         seconds = int(deadline)
         value = _Timespec(seconds, int((deadline - seconds) * 1e9))
         spec = _Itimerspec(_Timespec(0, 0), value)
-        _LIBC.timerfd_settime(self._fd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None)
+        libc.timerfd_settime(self._fd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None)
         self._armed = deadline
 
     def _fire(self) -> None:

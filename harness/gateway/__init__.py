@@ -1,5 +1,14 @@
-"""The fault-injecting payment gateway: pure fault decisions, the ledger, the admin API, the server.
+"""The fault-injecting payment gateway, run in a process of its own.
 
-Runs in its own process (``python -m harness.gateway``, ``harness pg``); imports only
-``harness.core`` and ``harness.scenario``.
+- ``decide``: pure fault decisions (no I/O, no clock);
+- ``overrides``: live faults from ``PUT /__admin/fault`` and the ``X-Harness-Fault`` header;
+- ``ledger``: one CSV row per call received;
+- ``server``: the gateway's state and its approve handler;
+- ``admin``: ``/metrics``, ``/health`` and the admin API;
+- ``listener``: the main listener that ``refuse`` closes and re-opens;
+- ``app``: the web applications and serving until signalled;
+- ``main``: the command line (``python -m harness.gateway``, ``python -m harness.pg``,
+  ``harness pg``).
+
+Imports only ``harness.core`` and ``harness.scenario``.
 """

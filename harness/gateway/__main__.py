@@ -1,5 +1,5 @@
 """``python -m harness.gateway``: the gateway as a process of its own."""
 
-from harness.gateway.server import main
+from harness.gateway.main import main
 
 main()

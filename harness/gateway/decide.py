@@ -1,10 +1,11 @@
 """What the payment gateway does to one call: pure decisions from the schedule and a seeded hash.
 
-Every probabilistic choice is drawn from ``fate(seed, idempotency key, attempt, salt)``,
-so the *before* and *after* builds meet the same failures for the same
-payments, and a rerun with the same seed meets them again. Nothing here does
-I/O or reads a clock: ``harness.pg`` passes the time in and executes the
-``Action`` it gets back, which keeps every rule unit-testable.
+Every probabilistic choice is drawn from ``fate(seed, idempotency key, attempt,
+salt)`` (``harness.core.fate``), so the *before* and *after* builds meet the
+same failures for the same payments, and a rerun with the same seed meets
+them again. Nothing here does I/O or reads a clock: the server
+(``harness.gateway.server``) passes the time in and executes the ``Action``
+it gets back, which keeps every rule unit-testable.
 
 Several faults combine in order: each hits on its own fate (a distinct salt
 per position), delays of latency-type faults add up, and the first
@@ -14,15 +15,16 @@ body) decides the answer.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.scenario.schema import HANG_LIMIT_S as HANG_LIMIT_S
-from harness.scenario.schema import (
+from harness.core.fate import fate
+from harness.core.timeline import blip_on, phase_at
+from harness.scenario.faults import HANG_LIMIT_S as HANG_LIMIT_S
+from harness.scenario.faults import (
     ErrorFault,
     Fault,
     LatencyComponent,
@@ -97,12 +99,6 @@ class Action:
 
 
 HEALTHY = Action("respond")
-
-
-def fate(seed: int, key: str, attempt: int, salt: str = "") -> float:
-    """A uniform number in [0, 1) fixed by (seed, key, attempt, salt): the call's fate."""
-    digest = hashlib.sha256(f"{seed}\x1f{key}\x1f{attempt}\x1f{salt}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def sample_delay(fault: LatencyFault | LatencyComponent, rng: random.Random) -> float:
@@ -258,19 +254,11 @@ def decide(
     return _terminal(terminal[0], ",".join(names), delay, seed, key, attempt, terminal[1])
 
 
-def phase_at(phases: list[Phase], t_s: float) -> Phase | None:
-    """The phase in force ``t_s`` seconds into the measured window, if any."""
-    for phase in phases:
-        if phase.start <= t_s < phase.end:
-            return phase
-    return None
-
-
 def fault_on(phase: Phase, t_s: float) -> bool:
     """Whether the phase's faults are on at ``t_s`` (always, unless ``repeat`` makes blips)."""
     if phase.repeat is None:
         return True
-    return (t_s - phase.start) % phase.repeat.every < phase.repeat.for_
+    return blip_on(t_s, phase.start, phase.repeat.every, phase.repeat.for_)
 
 
 def progress_in(phase: Phase, t_s: float) -> float:

@@ -1,5 +1,5 @@
 """``python -m harness.proxy``: the TCP fault proxy as a process of its own."""
 
-from harness.proxy.server import main
+from harness.proxy.main import main
 
 main()

@@ -4,21 +4,23 @@ With no toxic on a direction, bytes go from one socket's callback straight
 into the other socket (no queue, no task); flow control follows the
 transports' write buffers. With toxics, a direction's bytes pass through a
 queue (``_Flow``) that delays, slices, throttles, holds or cuts them.
+
+A connection talks to the proxy that accepted it only through ``Host``, so
+this module knows nothing of the server around it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import random
-import socket
-import struct
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import Any, Protocol, cast
 
-from harness.gateway.decide import fate
+from harness.core.fate import fate
+from harness.core.net import arm_reset
+from harness.core.precise_timer import PreciseTimer
 from harness.proxy.toxics import (
     HOLD_LIMIT_S,
     BandwidthToxic,
@@ -31,9 +33,6 @@ from harness.proxy.toxics import (
     TimeoutToxic,
     Toxic,
 )
-
-if TYPE_CHECKING:
-    from harness.proxy.server import Proxy
 
 CONNECT_TIMEOUT_S = 5.0
 """A client whose upstream cannot be reached within this is closed (counted)."""
@@ -57,6 +56,43 @@ class Stats:
     upstream_errors: int = 0
     bytes: dict[str, int] = field(default_factory=lambda: {"upstream": 0, "downstream": 0})
     toxics_applied: collections.Counter[str] = field(default_factory=collections.Counter)
+
+
+class Host(Protocol):
+    """What a connection needs from the proxy that accepted it (``Proxy`` is one)."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def upstream(self) -> tuple[str, int]: ...
+
+    @property
+    def stats(self) -> Stats: ...
+
+    @property
+    def timer(self) -> PreciseTimer: ...
+
+    @property
+    def toxics(self) -> tuple[Toxic, ...]:
+        """The toxics in force now, for a connection that just opened."""
+        ...
+
+    def next_id(self) -> int:
+        """A number for a new connection: 1, 2, ... in accept order (it seeds the fates)."""
+        ...
+
+    def register(self, conn: Connection) -> None:
+        """A connection opened: toxics that change reach it; ``stop`` closes it."""
+        ...
+
+    def unregister(self, conn: Connection) -> None:
+        """A connection is over (both sockets gone)."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run a task that the host keeps alive and cancels when it stops."""
+        ...
 
 
 class Refuser(asyncio.Protocol):
@@ -131,10 +167,9 @@ class _Flow:
 class Connection:
     """A client socket, its upstream socket and the two flows between them."""
 
-    def __init__(self, proxy: Proxy) -> None:
-        proxy._last_id += 1
+    def __init__(self, proxy: Host) -> None:
         self.proxy = proxy
-        self.id = proxy._last_id
+        self.id = proxy.next_id()
         self.key = str(self.id)
         self.loop = asyncio.get_running_loop()
         self.client, self.server = _Side(self), _Side(self)
@@ -156,11 +191,11 @@ class Connection:
                 side.transport.pause_reading()
             return
         self.up.pause("connect")  # nothing is read from the client until upstream answers
-        self.proxy._conns.add(self)
+        self.proxy.register(self)
         self.proxy.stats.connections_total += 1
         self.proxy.stats.connections_active += 1
         self.apply(self.proxy.toxics)
-        self.connecting = self.proxy._spawn(self._connect())
+        self.connecting = self.proxy.spawn(self._connect())
 
     async def _connect(self) -> None:
         host, port = self.proxy.upstream
@@ -247,7 +282,7 @@ class Connection:
 
     def _wake(self, flow: _Flow) -> None:
         if flow.task is None:
-            flow.task = self.proxy._spawn(self._pump(flow))
+            flow.task = self.proxy.spawn(self._pump(flow))
         flow.wake.set()
 
     async def _pump(self, flow: _Flow) -> None:
@@ -366,13 +401,7 @@ class Connection:
             return
         self._end()
         for side in (self.client, self.server):
-            if side.transport is not None:
-                sock = side.transport.get_extra_info("socket")
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.setsockopt(
-                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                        )
+            arm_reset(side.transport)
         self.abort()
 
     def abort(self) -> None:
@@ -387,6 +416,6 @@ class Connection:
         if self.closed and sides_gone and self.connecting is None and not self.done.done():
             for handle in self.timers:
                 handle.cancel()
-            self.proxy._conns.discard(self)
+            self.proxy.unregister(self)
             self.proxy.stats.connections_active -= 1
             self.done.set_result(None)

@@ -6,70 +6,36 @@ with Toxiproxy's toxics (https://github.com/Shopify/toxiproxy#toxics):
 latency, bandwidth, slow-close, timeout, reset-peer, slicer, limit-data. A
 YAML schedule turns toxics on and off by phase, like a scenario's
 ``pg.phases``; a change applies to connections already open too, because a
-pool's long-lived connections are what a real outage hits.
-
-Streams, as in Toxiproxy: ``upstream`` is client -> dependency, ``downstream``
-(the default) is dependency -> client. A schedule (keys kebab-case, unknown
-keys rejected, durations as in scenarios; phases count from the proxy's start
-or ``--t0``, and outside every phase no toxic is in force)::
-
-    phases:
-      - {name: slow, start: 10s, duration: 30s,
-         toxics: [{type: latency, latency: 200ms, jitter: 50ms, toxicity: 0.5}]}
-      - {name: partition, start: 60s, duration: 20s, toxics: [{type: timeout, timeout: 0}]}
-
-    python -m harness.proxy --listen 127.0.0.1:15432 --upstream 127.0.0.1:5432
-        [--schedule s.yaml] [--seed N] [--t0 UNIX_TIME] [--metrics-port P] [--fd FD]
+pool's long-lived connections are what a real outage hits. The schedule's
+format and every toxic, with what a client sees: docs/proxy.md.
 
 Repeatable: toxic number ``i`` of the set in force hits connection ``N``
 (numbered from 1 in accept order) when ``fate(seed, str(N), 1, str(i)) <
 toxicity``; jitter and slice sizes come from a per-connection RNG seeded the
 same way. Same seed, same connections, same damage.
 
-Deliberate differences from Toxiproxy: ``timeout`` and ``reset-peer`` *hold*
-data (up to 1 MiB, then the source is no longer read: TCP back-pressure)
-instead of dropping it, so a connection that outlives the phase resumes intact, as after
-a healed partition; ``timeout`` counts from when the toxic came into force on
-the connection (not from its last chunk); ``reset-peer`` resets both sockets.
-
-Safety: the listen, upstream and metrics addresses must be loopback.
-Speed: with no toxic on a direction, bytes go from one socket's callback
-straight into the other socket (no queue, no task); flow control follows the
-transports' write buffers. ``--metrics-port`` serves ``GET /metrics``
-(Prometheus text) on 127.0.0.1.
+Safety: the listen, upstream and metrics addresses must be loopback. Each
+connection is a ``relay.Connection``, which reaches this server only through
+the small ``relay.Host`` protocol that ``Proxy`` implements. The process
+around it (options, signals, exit codes) is ``harness.proxy.main``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import signal
 import socket
-import sys
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from harness.core.errors import InputError, RunError, ScenarioError
+from harness.core.errors import RunError
+from harness.core.net import BACKLOG, AddressError, is_loopback, parse_address
 from harness.core.precise_timer import PreciseTimer
-from harness.proxy.relay import (
-    Connection,
-    Refuser,
-    Stats,
-)
-from harness.proxy.toxics import (
-    ProxyConfigError,
-    ProxyPhase,
-    Schedule,
-    Toxic,
-    ToxicSet,
-    is_loopback,
-    load_schedule,
-    parse_address,
-)
+from harness.proxy.relay import Connection, Refuser, Stats
+from harness.proxy.toxics import ProxyConfigError, ProxyPhase, Schedule, Toxic, ToxicSet
 
 _HTTP_ERRORS = (
     TimeoutError,
@@ -77,8 +43,6 @@ _HTTP_ERRORS = (
     asyncio.IncompleteReadError,
     asyncio.LimitOverrunError,
 )
-
-# ---------------------------------------------------------------- the proxy
 
 
 class Proxy:
@@ -102,7 +66,7 @@ class Proxy:
         if sock is not None:
             host, port = sock.getsockname()[:2]
             if not is_loopback(host):
-                raise ProxyConfigError(f"listen socket {host}:{port} is not on a loopback address")
+                raise AddressError(f"listen socket {host}:{port} is not on a loopback address")
             self.listen: tuple[str, int] = (host, port)
         else:
             host, port = parse_address(listen, "listen")
@@ -125,15 +89,29 @@ class Proxy:
         self.timer = PreciseTimer()
         """Latency toxics end a fraction of a millisecond late; asyncio's round up to 1 ms."""
 
+    # -- what a connection needs from its host (relay.Host)
+
     @property
     def toxics(self) -> tuple[Toxic, ...]:
         return self._toxics
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def next_id(self) -> int:
+        self._last_id += 1
+        return self._last_id
+
+    def register(self, conn: Connection) -> None:
+        self._conns.add(conn)
+
+    def unregister(self, conn: Connection) -> None:
+        self._conns.discard(conn)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.create_task(coro)
         self._tasks.add(task)  # the loop keeps only weak references to tasks
         task.add_done_callback(self._tasks.discard)
         return task
+
+    # -- life
 
     def _accept(self) -> asyncio.Protocol:
         if self._stopping or len(self._conns) >= self.max_connections:
@@ -147,16 +125,16 @@ class Proxy:
         host, port = self.listen
         try:
             if self._sock is not None:
-                server = await loop.create_server(self._accept, sock=self._sock, backlog=4096)
+                server = await loop.create_server(self._accept, sock=self._sock, backlog=BACKLOG)
             else:
-                server = await loop.create_server(self._accept, host, port, backlog=4096)
+                server = await loop.create_server(self._accept, host, port, backlog=BACKLOG)
         except OSError as exc:
             raise RunError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._servers.append(server)
         self.port = int(server.sockets[0].getsockname()[1])
         if self.schedule.phases:
             self.t0 = time.time() if self.t0 is None else self.t0
-            self._spawn(self._run_schedule())
+            self.spawn(self._run_schedule())
         return self.port
 
     def set_toxics(
@@ -236,7 +214,7 @@ class Proxy:
     async def serve_metrics(self, port: int = 0, host: str = "127.0.0.1") -> int:
         """Serve ``GET /metrics`` (Prometheus text) on a loopback port; return the port."""
         if not is_loopback(host):
-            raise ProxyConfigError(f"metrics host {host}: only loopback addresses are allowed")
+            raise AddressError(f"metrics host {host}: only loopback addresses are allowed")
         try:
             server = await asyncio.start_server(self._http, host, port)
         except OSError as exc:
@@ -264,78 +242,3 @@ class Proxy:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
-
-
-# ---------------------------------------------------------------- process entry
-
-
-def _announce(line: str) -> None:
-    print(line, flush=True)
-
-
-async def run_until_signalled(
-    proxy: Proxy, metrics_port: int | None = None, announce: Callable[[str], None] = _announce
-) -> None:
-    """Run until SIGTERM or SIGINT, then close every connection."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signals = (signal.SIGTERM, signal.SIGINT)
-    for sig in signals:
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        port = await proxy.start()
-        line = f"proxy {proxy.listen[0]}:{port} -> {proxy.upstream[0]}:{proxy.upstream[1]}"
-        if metrics_port is not None:
-            line += f"; metrics http://127.0.0.1:{await proxy.serve_metrics(metrics_port)}/metrics"
-        if proxy.schedule.phases:
-            line += f"; {len(proxy.schedule.phases)} phase(s) from t0={proxy.t0:.3f}"
-        announce(line + "; SIGTERM or Ctrl-C stops")
-        await stop.wait()
-    finally:
-        await proxy.stop()
-        for sig in signals:
-            loop.remove_signal_handler(sig)
-
-
-def serve(
-    proxy: Proxy, metrics_port: int | None = None, announce: Callable[[str], None] = _announce
-) -> None:
-    """Blocking: run the proxy in its own event loop until SIGTERM/SIGINT."""
-    asyncio.run(run_until_signalled(proxy, metrics_port, announce))
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of ``python -m harness.proxy``: exit 2 on bad input, 3 if it cannot listen."""
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.proxy", description="TCP fault proxy (loopback only)"
-    )
-    parser.add_argument("--listen", default="127.0.0.1:0", help="loopback HOST:PORT (port 0: any)")
-    parser.add_argument("--upstream", required=True, help="loopback HOST:PORT to forward to")
-    parser.add_argument("--schedule", help="YAML: phases: [{name, start, duration, toxics}]")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--t0", type=float, default=None, help="Unix time phases count from")
-    parser.add_argument("--metrics-port", type=int, default=None)
-    parser.add_argument("--fd", type=int, help="an already bound, listening socket")
-    args = parser.parse_args(argv)
-    sock = socket.socket(fileno=args.fd) if args.fd is not None else None
-    try:
-        schedule = load_schedule(args.schedule) if args.schedule else None
-        proxy = Proxy(
-            args.listen, args.upstream, seed=args.seed, schedule=schedule, t0=args.t0, sock=sock
-        )
-    except InputError as exc:
-        if sock is not None:
-            sock.close()
-        problems = exc.problems if isinstance(exc, ScenarioError) else [exc]
-        for problem in problems:
-            print(f"error {problem}", file=sys.stderr)
-        raise SystemExit(2) from None
-    try:
-        serve(proxy, args.metrics_port)
-    except RunError as exc:
-        print(f"error {exc}", file=sys.stderr)
-        raise SystemExit(3) from None
-
-
-if __name__ == "__main__":
-    main()

@@ -5,12 +5,11 @@ models: latency, bandwidth, slow-close, timeout, reset-peer, slicer,
 limit-data, each with a ``toxicity`` (share of connections hit) and a
 ``stream``: ``upstream`` is client -> dependency, ``downstream`` (the default)
 dependency -> client. A schedule turns sets of toxics on and off by phase,
-like a scenario's ``pg.phases``. Also here: the loopback-only address rules.
+like a scenario's ``pg.phases``. Every key and what a client sees: docs/proxy.md.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -18,8 +17,9 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.core.durations import Duration
 from harness.core.errors import InputError, Problem, ScenarioError
-from harness.scenario.schema import StrictModel as _Model
-from harness.scenario.schema import ordered_phases, validate_yaml
+from harness.core.timeline import ordered_phases, phase_at
+from harness.core.yamlmodel import StrictModel as _Model
+from harness.core.yamlmodel import validate_yaml
 
 Direction = Literal["upstream", "downstream"]
 Stream = Literal["upstream", "downstream", "both"]
@@ -29,38 +29,7 @@ HOLD_LIMIT_S = 600.0
 
 
 class ProxyConfigError(InputError, ValueError):
-    """An address or toxic the proxy refuses; the CLI exits 2."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost``, 127.0.0.0/8 and ::1: the only places the proxy listens or dials."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def parse_address(text: str, what: str = "address", *, port_zero: bool = True) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port), refusing non-loopback hosts.
-
-    The proxy is a fault injector for local dependencies, never a relay to or
-    from other machines, so a wrong address is an input error, not a warning.
-    """
-    host, sep, port_text = text.strip().rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port_text.isdigit():
-        raise ProxyConfigError(f"{what} {text!r}: expected HOST:PORT, e.g. 127.0.0.1:5432")
-    port = int(port_text)
-    if not (0 if port_zero else 1) <= port <= 65535:
-        raise ProxyConfigError(f"{what} {text!r}: port out of range")
-    if not is_loopback(host):
-        raise ProxyConfigError(
-            f"{what} {text!r}: only loopback addresses are allowed (127.0.0.0/8, ::1, localhost)"
-        )
-    return host, port
+    """A toxic the proxy refuses (addresses: ``harness.core.net.AddressError``); exit 2."""
 
 
 # ---------------------------------------------------------------- toxics
@@ -190,13 +159,13 @@ class Schedule(_Model):
         return ordered_phases(phases)
 
     def phase_at(self, t_s: float) -> ProxyPhase | None:
-        return next((p for p in self.phases if p.start <= t_s < p.end), None)
+        return phase_at(self.phases, t_s)
 
 
 def load_schedule_text(text: str, file: str = "<schedule>") -> Schedule:
     """Validate schedule YAML; raise ``ScenarioError`` listing every problem (file:line:col)."""
     done = validate_yaml(
-        Schedule, text, file, expected="a mapping with a phases: list", reference="harness/proxy.py"
+        Schedule, text, file, expected="a mapping with a phases: list", reference="docs/proxy.md"
     )
     if done.problems:
         raise ScenarioError(done.problems)

@@ -1,5 +1,6 @@
 """Everything people read: make_report, tables, markdown, the HTML page, charts, compare."""
 
-from harness.report.tables import make_report, terminal_table
+from harness.report.make import make_report
+from harness.report.tables import terminal_table
 
 __all__ = ["make_report", "terminal_table"]

@@ -8,17 +8,16 @@ ended) past the window's end, both shaded grey: neither counts in
 to the gateway when it recovers. Non-healthy gateway phases are shaded and
 named on every time chart, and a build keeps its colour on every chart.
 
-Figures use the object-oriented API on an Agg canvas: no pyplot global state,
-no display, nothing left open. Samples are binned with numpy over whole
-columns (loops run over time windows, never over requests), so a million
-samples stay fast.
+What each chart plots is here; how every chart looks (colours, the shaded
+time axis, notes, legends, saving) is in ``chart_style``. Samples are binned
+with numpy over whole columns (loops run over time windows, never over
+requests), so a million samples stay fast.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,20 +25,31 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-from matplotlib.transforms import blended_transform_factory
+from matplotlib.ticker import NullFormatter
 
-from harness.analysis.series import PRESETS, Selector, canonical, select
+from harness.analysis.series import PG_RECEIVED, canonical, preset_named, select
+from harness.report.chart_style import (
+    BUILD_COLOURS,
+    NOTE_STYLE,
+    Handle,
+    Span,
+    empty,
+    endpoint_title,
+    legend,
+    log_seconds_axis,
+    new_figure,
+    note,
+    save,
+    state_style,
+    time_axes,
+)
 from harness.results.model import RunResult
-from harness.scenario.schema import Phase, Scenario
+from harness.scenario.schema import Scenario
 
 Array = npt.NDArray[np.float64]
-Handle = Line2D | Patch
 
 CHARTS = (
     "busy_workers",
@@ -64,49 +74,12 @@ CAPTIONS = {
 }
 """One line per chart saying what it shows, for reports that embed the PNGs."""
 
-PG_RECEIVED = Selector("pg_calls_received_total")
-"""The gateway's own counter of calls received (source ``pg``)."""
-
-BUILD_COLOURS = ("#1f77b4", "#e66100", "#5e3c99", "#1b9e77", "#d62728", "#8c564b")
-"""Blue and orange first: they stay apart for colour-blind readers."""
-
-FAULT_SHADE = "#f4cccc"
-OUTSIDE_SHADE = "#e8e8e8"
-STATE_STYLE: dict[int, tuple[str, str]] = {
-    0: ("closed", "#4daf4a"),
-    1: ("open", "#e41a1c"),
-    2: ("half-open", "#ffb000"),
-    3: ("disabled", "#999999"),
-    4: ("forced open", "#800000"),
-}
-UNKNOWN_STATE = ("unknown", "#dddddd")
 QUANTILE_STYLE = {"p50": (0.50, ":"), "p95": (0.95, "--"), "p99": (0.99, "-")}
 ROLLING_WINDOW_S = 5.0
 MAX_WINDOWS = 600
 """Cap on rolling-window positions, so a 24 h scenario costs no more than a 10 min one."""
 PERCENTILE_TICKS = {1.0: "0%", 2.0: "50%", 10.0: "90%", 100.0: "99%", 1e3: "99.9%"}
 PERCENTILE_TICKS.update({1e4: "99.99%", 1e5: "99.999%", 1e6: "99.9999%", 1e7: "99.99999%"})
-
-DPI = 110
-WIDTH_IN = 11.0
-LABEL_STYLE: dict[str, Any] = {"fontsize": 7, "color": "#555555", "va": "top", "clip_on": True}
-FAULT_LABEL_STYLE: dict[str, Any] = {**LABEL_STYLE, "fontsize": 8, "color": "#990000"}
-NOTE_STYLE: dict[str, Any] = {"ha": "center", "va": "center", "fontsize": 10, "zorder": 5}
-NOTE_STYLE["bbox"] = {"fc": "white", "ec": "#bbbbbb", "alpha": 0.9}
-LEGEND_STYLE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
-LEGEND_STYLE.update(fontsize=8, frameon=False)
-
-MAX_BLIPS = 400
-"""Blip windows drawn one by one up to this many per phase."""
-
-
-@dataclass(frozen=True)
-class _Span:
-    """The shared time axis: warmup start (negative), measured window end, end of the drain."""
-
-    start: float
-    end: float
-    stop: float
 
 
 @dataclass
@@ -143,7 +116,7 @@ def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, 
     out_dir.mkdir(parents=True, exist_ok=True)
     builds = _prepare(run, scenario)
     span = _span(builds, scenario)
-    drawers: dict[str, Callable[[list[_Build], Scenario, _Span], Figure]] = {
+    drawers: dict[str, Callable[[list[_Build], Scenario, Span], Figure]] = {
         "busy_workers": _busy_workers,
         "gateway_calls": _gateway_calls,
         "latency_over_time": _latency_over_time,
@@ -151,7 +124,7 @@ def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, 
         "breaker_state": _breaker_state,
     }
     return {
-        key: _save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in CHARTS
+        key: save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in CHARTS
     }
 
 
@@ -162,7 +135,7 @@ def _prepare(run: RunResult, scenario: Scenario) -> list[_Build]:
     """Shift every build onto its own measured-window clock and derive what the charts need."""
     builds = []
     for i, (name, b) in enumerate(run.builds.items()):
-        t0 = _t0(b.info, b.samples, b.metrics, scenario.warmup)
+        t0 = b.t0
         samples = pd.DataFrame(
             {
                 "endpoint": b.samples["endpoint"].astype(str).to_numpy(),
@@ -173,13 +146,12 @@ def _prepare(run: RunResult, scenario: Scenario) -> list[_Build]:
         canon = pd.DataFrame({"t": [], "series": [], "value": []})
         received = pd.Series(dtype=float)
         if len(b.metrics):
-            preset = PRESETS.get(str(b.info.get("preset", "shop")), PRESETS["shop"])
-            found = canonical(b.metrics, preset)
+            found = canonical(b.metrics, preset_named(b.preset))
             if len(found):
                 canon = found.assign(t=found["t"].astype(float) - t0)
             received = select(b.metrics, "pg", PG_RECEIVED)
             received.index = received.index.astype(float) - t0
-        build = scenario.builds.get(str(b.info.get("build", name)))
+        build = scenario.builds.get(b.build)
         label = f"{name} ({build.profile})" if build is not None else name
         colour = BUILD_COLOURS[i % len(BUILD_COLOURS)]
         arrivals = b.ledger["arrival"].to_numpy(dtype=float) - t0
@@ -187,23 +159,11 @@ def _prepare(run: RunResult, scenario: Scenario) -> list[_Build]:
     return builds
 
 
-def _t0(info: dict[str, Any], samples: pd.DataFrame, metrics: pd.DataFrame, warmup: float) -> float:
-    """The measured window's start: from the manifest, else inferred from the first request."""
-    t0 = info.get("t0")
-    if isinstance(t0, int | float):
-        return float(t0)
-    if len(samples):
-        return float(samples["intended_start"].min()) + warmup
-    if len(metrics):
-        return float(metrics["t"].min()) + warmup
-    return 0.0
-
-
-def _span(builds: list[_Build], scenario: Scenario) -> _Span:
+def _span(builds: list[_Build], scenario: Scenario) -> Span:
     """Warmup to the last data point, the drain capped at the scenario's drain bound."""
     last = max((b.last_t() for b in builds), default=-math.inf)
     tail = min(scenario.drain_s, max(0.0, last - scenario.duration))
-    return _Span(-scenario.warmup, scenario.duration, scenario.duration + math.ceil(tail))
+    return Span(-scenario.warmup, scenario.duration, scenario.duration + math.ceil(tail))
 
 
 def _counter_rate(t: Array, v: Array) -> tuple[Array, Array]:
@@ -258,107 +218,12 @@ def _state_bars(t: Array, state: Array, until: float) -> dict[int, list[tuple[fl
     return bars
 
 
-# ---------------------------------------------------------------- figure helpers
-
-
-def _figure(nrows: int, row_height: float, sharex: bool = True) -> tuple[Figure, list[Axes]]:
-    """A figure with one column of axes, laid out by constrained layout on an Agg canvas."""
-    fig = Figure(figsize=(WIDTH_IN, 1.2 + row_height * nrows), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    grid = fig.subplots(max(1, nrows), 1, sharex=sharex, squeeze=False)
-    return fig, list(grid[:, 0])
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    """Render to a temporary name and rename, so a reader never sees half a PNG."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format="png", dpi=DPI)
-    os.replace(tmp, path)
-    return path
-
-
-def _time_axes(ax: Axes, scenario: Scenario, span: _Span, bottom: bool) -> None:
-    """Shade warmup, drain and fault phases, name them, and fix the shared time range."""
-    at = blended_transform_factory(ax.transData, ax.transAxes)
-    for a, z, name in ((span.start, 0.0, "warmup"), (span.end, span.stop, "drain")):
-        if z > a:
-            ax.axvspan(a, z, color=OUTSIDE_SHADE, zorder=0, lw=0)
-            if z - a > 0.03 * (span.stop - span.start):
-                ax.text((a + z) / 2, 0.98, name, ha="center", transform=at, **LABEL_STYLE)
-    for phase in scenario.pg.phases:
-        if phase.fault.type == "healthy":
-            ax.text(phase.start, 0.98, f" {phase.name}", transform=at, **LABEL_STYLE)
-            continue
-        for a, z in _fault_windows(phase):
-            ax.axvspan(a, z, color=FAULT_SHADE, alpha=0.6, zorder=0, lw=0)
-        label = f" {phase.name} ({phase.label})"
-        if phase.repeat is not None:
-            ax.axvspan(phase.start, phase.end, color=FAULT_SHADE, alpha=0.15, zorder=0, lw=0)
-            label += f" {phase.repeat.for_:g}s every {phase.repeat.every:g}s"
-        ax.text(phase.start, 0.98, label, transform=at, **FAULT_LABEL_STYLE)
-    ax.set_xlim(span.start, span.stop)
-    ax.grid(True, alpha=0.3)
-    if bottom:
-        ax.set_xlabel("time since the measured window's start (s)")
-
-
-def _fault_windows(phase: Phase) -> list[tuple[float, float]]:
-    """When the phase's faults are on: the whole phase, or each blip of a ``repeat``.
-
-    Past MAX_BLIPS the blips are too thin to see apart, so the phase is one block.
-    """
-    if phase.repeat is None or phase.duration / phase.repeat.every > MAX_BLIPS:
-        return [(phase.start, phase.end)]
-    starts = np.arange(phase.start, phase.end, phase.repeat.every)
-    return [(float(a), min(float(a) + phase.repeat.for_, phase.end)) for a in starts]
-
-
-def _note(ax: Axes, text: str, y: float = 0.5) -> None:
-    """Say on the chart itself what is missing, rather than leave the reader to guess."""
-    ax.text(0.5, y, text, transform=ax.transAxes, **NOTE_STYLE)
-
-
-def _empty(ax: Axes, text: str, keep_x: bool = True) -> None:
-    """An empty panel: say why, and drop the placeholder 0..1 ticks that would mislead."""
-    _note(ax, text)
-    ax.set_yticks([])
-    if not keep_x:
-        ax.set_xticks([])
-
-
-def _legend(ax: Axes, handles: Sequence[Handle] | None = None) -> None:
-    """Legend outside the plot on the right, so it never hides data; skipped if empty."""
-    if handles is None:
-        handles = [h for h in ax.get_legend_handles_labels()[0] if isinstance(h, Handle)]
-    if handles:
-        ax.legend(handles=list(handles), **LEGEND_STYLE)
-
-
-def _fmt_seconds(value: float, _pos: object = None) -> str:
-    if value <= 0:
-        return "0"
-    return f"{value * 1000:.3g} ms" if value < 1 else f"{value:.3g} s"
-
-
-def _log_seconds_axis(ax: Axes) -> None:
-    """Log latency axis labelled in ms / s at 1-2-5 steps (minor ticks unlabelled)."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(_fmt_seconds))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-
-
-def _endpoint_title(ax: Axes, scenario: Scenario, ep: str) -> None:
-    e = scenario.traffic[ep]
-    ax.set_title(f"{ep} ({e.method} {e.path}, {e.rate:g}/s offered)", loc="left", fontsize=10)
-
-
 # ---------------------------------------------------------------- charts
 
 
-def _busy_workers(builds: list[_Build], scenario: Scenario, span: _Span) -> Figure:
+def _busy_workers(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
     """Busy workers per build over time against the pool size (seed 000, result 1)."""
-    fig, (ax,) = _figure(1, 4.0)
+    fig, (ax,) = new_figure(1, 4.0)
     ax.set_title("Busy workers (request threads in use)")
     pools: dict[str, float] = {}
     for b in builds:
@@ -378,20 +243,20 @@ def _busy_workers(builds: list[_Build], scenario: Scenario, span: _Span) -> Figu
                 ax.axhline(pools[b.name], color=b.colour, ls="--", lw=1.2, label=label)
     missing = [b.name for b in builds if not len(b.series("busy_workers")[0])]
     if not ax.lines:
-        _empty(ax, "no worker metrics were scraped")
+        empty(ax, "no worker metrics were scraped")
     else:
         ax.set_ylim(0, max([*pools.values(), float(ax.get_ylim()[1])]) * 1.1)
         if missing:
-            _note(ax, "no worker metrics for " + ", ".join(missing), y=0.1)
+            note(ax, "no worker metrics for " + ", ".join(missing), y=0.1)
     ax.set_ylabel("busy workers (threads)")
-    _time_axes(ax, scenario, span, bottom=True)
-    _legend(ax)
+    time_axes(ax, scenario, span, bottom=True)
+    legend(ax)
     return fig
 
 
-def _gateway_calls(builds: list[_Build], scenario: Scenario, span: _Span) -> Figure:
+def _gateway_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
     """Per build: payments offered, calls the breaker blocked, calls that reached the gateway."""
-    fig, axes = _figure(len(builds), 2.6)
+    fig, axes = new_figure(len(builds), 2.6)
     fig.suptitle("Payments offered, calls blocked by the breaker, calls that reached the gateway")
     gateway_eps = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
     top = 1.0
@@ -423,17 +288,17 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: _Span) -> Fig
             if missing
         ]
         if notes:
-            _note(ax, "; ".join(notes), y=0.75)
+            note(ax, "; ".join(notes), y=0.75)
         ax.set_title(b.label, color=b.colour, loc="left", fontsize=10, fontweight="bold")
         ax.set_ylabel("calls/s")
-        _time_axes(ax, scenario, span, bottom=ax is axes[-1])
+        time_axes(ax, scenario, span, bottom=ax is axes[-1])
         handles = [Line2D([], [], label=k, **v) for k, v in list(styles.items())[1:]]
-        _legend(ax, [Patch(label=next(iter(styles)), **offered_style), *handles])
+        legend(ax, [Patch(label=next(iter(styles)), **offered_style), *handles])
     for ax in axes:
         ax.set_ylim(0, top * 1.15)
     if not builds:
-        _empty(axes[0], "no builds in this run")
-        _time_axes(axes[0], scenario, span, bottom=True)
+        empty(axes[0], "no builds in this run")
+        time_axes(axes[0], scenario, span, bottom=True)
     return fig
 
 
@@ -446,10 +311,10 @@ def _gateway_styles(colour: str, source: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def _latency_over_time(builds: list[_Build], scenario: Scenario, span: _Span) -> Figure:
+def _latency_over_time(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
     """Rolling p50/p95/p99 of latency by intended start, one panel per endpoint."""
     endpoints = list(scenario.traffic)
-    fig, axes = _figure(len(endpoints), 2.8)
+    fig, axes = new_figure(len(endpoints), 2.8)
     fig.suptitle(
         f"Latency (end - intended start) over a trailing {ROLLING_WINDOW_S:g} s window, "
         "by intended start"
@@ -463,14 +328,14 @@ def _latency_over_time(builds: list[_Build], scenario: Scenario, span: _Span) ->
             ends, qs = _rolling_quantiles(t, lat, span.start, span.end)
             for j, (_, style) in enumerate(QUANTILE_STYLE.values()):
                 ax.plot(ends, qs[:, j], color=b.colour, ls=style, lw=1.5)
-        _endpoint_title(ax, scenario, ep)
+        endpoint_title(ax, scenario, ep)
         ax.set_ylabel("latency (ms / s, log scale)")
         if ax.lines:
-            _log_seconds_axis(ax)
-            _legend(ax, _build_and_quantile_handles(builds))
+            log_seconds_axis(ax)
+            legend(ax, _build_and_quantile_handles(builds))
         else:
-            _empty(ax, f"no finished {ep} requests")
-        _time_axes(ax, scenario, span, bottom=ax is axes[-1])
+            empty(ax, f"no finished {ep} requests")
+        time_axes(ax, scenario, span, bottom=ax is axes[-1])
     return fig
 
 
@@ -482,7 +347,7 @@ def _build_and_quantile_handles(builds: list[_Build]) -> list[Handle]:
     return handles
 
 
-def _latency_distribution(builds: list[_Build], scenario: Scenario, span: _Span) -> Figure:
+def _latency_distribution(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
     """HDR-histogram-style percentile curves of the measured window, one panel per endpoint.
 
     x is 1 / (1 - p) on a log scale, so the tail (99 %, 99.9 %) gets as much
@@ -490,7 +355,7 @@ def _latency_distribution(builds: list[_Build], scenario: Scenario, span: _Span)
     supports, then rises to the maximum (the dot).
     """
     endpoints = list(scenario.traffic)
-    fig, axes = _figure(len(endpoints), 3.2, sharex=False)
+    fig, axes = new_figure(len(endpoints), 3.2, sharex=False)
     fig.suptitle("Latency by percentile, measured window only (HDR-histogram style)")
     for ax, ep in zip(axes, endpoints, strict=True):
         top = 1e3
@@ -506,7 +371,7 @@ def _latency_distribution(builds: list[_Build], scenario: Scenario, span: _Span)
             ax.plot([*x, x[-1]], [*y, lat[-1]], color=b.colour, lw=1.8, label=label)
             ax.plot([x[-1]], [lat[-1]], marker="o", color=b.colour, ms=4)
             top = max(top, float(x[-1]) * 1.5)
-        _endpoint_title(ax, scenario, ep)
+        endpoint_title(ax, scenario, ep)
         ax.set_ylabel("latency (ms / s, log scale)")
         ax.set_xlabel("percentile (log scale of 1 / (1 - p))")
         if ax.lines:
@@ -515,17 +380,17 @@ def _latency_distribution(builds: list[_Build], scenario: Scenario, span: _Span)
             ax.set_xticks(ticks, [PERCENTILE_TICKS[k] for k in ticks])
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlim(1, top)
-            _log_seconds_axis(ax)
-            _legend(ax)
+            log_seconds_axis(ax)
+            legend(ax)
         else:
-            _empty(ax, f"no finished {ep} requests in the measured window", keep_x=False)
+            empty(ax, f"no finished {ep} requests in the measured window", keep_x=False)
         ax.grid(True, which="major", alpha=0.3)
     return fig
 
 
-def _breaker_state(builds: list[_Build], scenario: Scenario, span: _Span) -> Figure:
+def _breaker_state(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
     """Breaker state per build as coloured bands (as sampled at each scrape)."""
-    fig, (ax,) = _figure(1, 0.55 * max(2, len(builds)) + 0.6)
+    fig, (ax,) = new_figure(1, 0.55 * max(2, len(builds)) + 0.6)
     ax.set_title("Circuit breaker state (as sampled at each metrics scrape)")
     seen: set[int] = set()
     for row, b in enumerate(builds):
@@ -537,18 +402,14 @@ def _breaker_state(builds: list[_Build], scenario: Scenario, span: _Span) -> Fig
             continue
         interval = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
         for code, bars in _state_bars(t, state, float(t[-1]) + interval).items():
-            ax.broken_barh(bars, (row - 0.35, 0.7), facecolors=_state(code)[1], lw=0)
+            ax.broken_barh(bars, (row - 0.35, 0.7), facecolors=state_style(code)[1], lw=0)
             seen.add(code)
     ax.set_yticks(range(len(builds)), [b.label for b in builds])
     for tick, b in zip(ax.get_yticklabels(), builds, strict=True):
         tick.set_color(b.colour)
     ax.set_ylim(max(1, len(builds)) - 0.5, -0.8)
     if not builds:
-        _empty(ax, "no builds in this run")
-    _time_axes(ax, scenario, span, bottom=True)
-    _legend(ax, [Patch(color=_state(c)[1], label=_state(c)[0]) for c in sorted(seen)])
+        empty(ax, "no builds in this run")
+    time_axes(ax, scenario, span, bottom=True)
+    legend(ax, [Patch(color=state_style(c)[1], label=state_style(c)[0]) for c in sorted(seen)])
     return fig
-
-
-def _state(code: int) -> tuple[str, str]:
-    return STATE_STYLE.get(code, UNKNOWN_STATE)

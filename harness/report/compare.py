@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table
 
-from harness.analysis.figures import change_pct, flatten
+from harness.analysis.combine import change_pct, flatten
+from harness.analysis.format import change, number
+from harness.analysis.model import BuildFigures, Report, read_report
 from harness.core.errors import InputError
 
 
@@ -28,25 +29,24 @@ class Row:
     beyond_noise: bool | None
 
 
-def load_report(run_dir: Path) -> dict[str, Any]:
+def load_report(run_dir: Path) -> Report:
     """A run's report, rendered from its raw files if report.json is missing."""
-    import json
-
-    from harness.report.tables import make_report
+    from harness.report.make import make_report
 
     path = Path(run_dir) / "report.json"
     if path.exists():
-        data: dict[str, Any] = json.loads(path.read_text())
-        return data
+        return read_report(path)
     return make_report(run_dir)
 
 
-def _interval(build: dict[str, Any], key: str) -> tuple[float, float] | None:
+def _interval(build: BuildFigures, key: str) -> tuple[float, float] | None:
     ci = build.get("ci95", {}).get(key)
-    return (float(ci[0]), float(ci[1])) if ci else None
+    if not ci or ci[0] is None or ci[1] is None:
+        return None
+    return float(ci[0]), float(ci[1])
 
 
-def compare_builds(a: dict[str, Any], b: dict[str, Any]) -> list[Row]:
+def compare_builds(a: BuildFigures, b: BuildFigures) -> list[Row]:
     """Rows for every figure the two build sections share."""
     flat_a, flat_b = flatten(a), flatten(b)
     rows = []
@@ -62,7 +62,7 @@ def compare_builds(a: dict[str, Any], b: dict[str, Any]) -> list[Row]:
 
 
 def compare_runs(
-    report_a: dict[str, Any], report_b: dict[str, Any] | None, builds: list[str]
+    report_a: Report, report_b: Report | None, builds: list[str]
 ) -> tuple[list[str], dict[str, list[Row]]]:
     """Pick what to compare; returns the two column labels and the rows per comparison.
 
@@ -89,10 +89,6 @@ def compare_runs(
     }
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
 def _noise(row: Row) -> str:
     if row.beyond_noise is None:
         return "n/a"
@@ -106,8 +102,7 @@ def rich_tables(labels: list[str], groups: dict[str, list[Row]]) -> list[Table]:
         for col in ("figure", labels[0], labels[1], "change", "beyond noise"):
             table.add_column(col, justify="left" if col == "figure" else "right")
         for r in rows:
-            change = "-" if r.change_pct is None else f"{r.change_pct:+.1f}%"
-            table.add_row(r.figure, _fmt(r.a), _fmt(r.b), change, _noise(r))
+            table.add_row(r.figure, number(r.a), number(r.b), change(r.change_pct), _noise(r))
         tables.append(table)
     return tables
 
@@ -123,7 +118,7 @@ def markdown(labels: list[str], groups: dict[str, list[Row]]) -> str:
             "|---|---|---|---|---|",
         ]
         for r in rows:
-            change = "-" if r.change_pct is None else f"{r.change_pct:+.1f}%"
-            out.append(f"| {r.figure} | {_fmt(r.a)} | {_fmt(r.b)} | {change} | {_noise(r)} |")
+            cells = [r.figure, number(r.a), number(r.b), change(r.change_pct), _noise(r)]
+            out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)

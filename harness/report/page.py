@@ -16,9 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.format import cell as _num
+from harness.analysis.model import Report
 from harness.report.charts import CAPTIONS, CHARTS
-from harness.report.tables import fmt, headline_rows, table_header
-from harness.results.model import harness_version, write_text_atomic
+from harness.report.tables import headline_rows, table_header
+from harness.results.io import harness_version, write_text_atomic
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 """Nothing may be fetched: images only from data: URIs, styles only inline."""
@@ -77,13 +79,6 @@ def _cls(text: bool) -> str:
     return ' class="text"' if text else ""
 
 
-def _num(value: Any, unit: str = "") -> str:
-    """Format like report.md does, tolerating missing or non-numeric values."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return "-" if value is None else str(value)
-    return fmt(float(value), unit)
-
-
 def _get(data: Any, *keys: str) -> Any:
     """``data[k1][k2]...`` or None when any level is missing or not a mapping."""
     for key in keys:
@@ -93,7 +88,7 @@ def _get(data: Any, *keys: str) -> Any:
     return data
 
 
-def _summary(report: Mapping[str, Any]) -> str:
+def _summary(report: Report) -> str:
     """Seed, window and warmup, then the phases and the traffic the scenario asked for."""
     fault = report.get("fault_window_s") or []
     facts = [
@@ -130,15 +125,15 @@ def _summary(report: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _headline(report: Mapping[str, Any]) -> str:
+def _headline(report: Report) -> str:
     """The before/after table of report.md, or a note saying why it cannot be built."""
     try:
-        return _table(table_header(dict(report)), headline_rows(dict(report)))
+        return _table(table_header(report), headline_rows(report))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return f'<p class="note">No headline table: the report lacks {_e(exc)}.</p>'
 
 
-def _build_tables(report: Mapping[str, Any]) -> str:
+def _build_tables(report: Report) -> str:
     """Per build, one row per endpoint: volume, success, latency percentiles, errors."""
     header = ["endpoint", "requests", "rps", "offered rps", "success"]
     header += ["p50", "p95", "p99", "max", "errors"]
@@ -181,7 +176,7 @@ def _charts(charts: Mapping[str, Path]) -> str:
     return "\n".join(parts) or '<p class="note">No charts.</p>'
 
 
-def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
+def render_html(report: Report, charts: Mapping[str, Path]) -> str:
     """The report as one HTML page: summary, headline table, per-build tables, charts."""
     scenario, run_id, status = report.get("scenario"), report.get("run_id"), report.get("status")
     status_class = "".join(c for c in str(status) if c.isalnum())
@@ -226,7 +221,7 @@ Busy workers and blocked calls/s are over the fault window.</p>
 """
 
 
-def write_html(run_dir: Path, report: dict[str, Any], charts: dict[str, Path]) -> Path:
+def write_html(run_dir: Path, report: Report, charts: Mapping[str, Path]) -> Path:
     """Write ``run_dir/report.html`` atomically; returns its path."""
     path = Path(run_dir) / "report.html"
     write_text_atomic(path, render_html(report, charts))

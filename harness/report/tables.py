@@ -1,4 +1,4 @@
-"""Render a run's figures: ``report.json`` for machines; ``report.md`` and a table for people.
+"""A run's figures as tables for people: ``report.md`` and the terminal's headline table.
 
 The headline table is shaped like seed 000's result 3: for each endpoint that
 does not call the gateway (the ones a breaker is meant to protect), p95, p99
@@ -7,62 +7,32 @@ and max per build with the % change against the baseline build.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Literal
 
 from rich.table import Table
 
-from harness.analysis.figures import analyse, change_pct
-from harness.results.model import load, write_json_atomic, write_text_atomic
-from harness.scenario.schema import load_scenario
+from harness.analysis.combine import change_pct
+from harness.analysis.format import Unit, change
+from harness.analysis.format import figure as fmt
+from harness.analysis.model import BuildReport, Report
+
+Getter = Callable[[BuildReport], float | None]
 
 
-def make_report(run_dir: str | Path, charts: bool = True) -> dict[str, Any]:
-    """Analyse a run folder; write ``report.json``, ``report.md`` and (with charts) the
-    PNG charts under ``charts/`` and a self-contained ``report.html``."""
-    path = Path(run_dir)
-    run = load(path)
-    scenario = load_scenario(path / "scenario.yaml").scenario
-    report = analyse(run, scenario)
-    write_json_atomic(path / "report.json", report)
-    write_text_atomic(path / "report.md", markdown(report))
-    if charts and report["builds"]:
-        from harness.report.charts import draw_charts
-        from harness.report.page import write_html
-
-        write_html(path, report, draw_charts(run, scenario, path / "charts"))
-    return report
-
-
-def fmt(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    if unit == "s":
-        return f"{value * 1000:.0f} ms" if abs(value) < 1 else f"{value:.2f} s"
-    if unit == "%":
-        return f"{value:.1f}%"
-    if float(value).is_integer():
-        return f"{value:.0f}"
-    return f"{value:.2f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1f}%"
-
-
-def headline_rows(report: dict[str, Any]) -> list[list[str]]:
+def headline_rows(report: Report) -> list[list[str]]:
     """Rows of the before/after table: protected endpoints' latency, then workers, breaker, PG."""
     builds = list(report["builds"])
     base = report.get("baseline")
     rows: list[list[str]] = []
 
-    def row(label: str, getter: Any, unit: str = "") -> None:
+    def row(label: str, getter: Getter, unit: Unit = "") -> None:
         values = [getter(report["builds"][b]) for b in builds]
         cells = [label] + [fmt(v, unit) for v in values]
         if base is not None and len(builds) > 1:
             b0 = getter(report["builds"][base])
             cells += [
-                _pct(change_pct(b0, v)) for b, v in zip(builds, values, strict=True) if b != base
+                change(change_pct(b0, v)) for b, v in zip(builds, values, strict=True) if b != base
             ]
         rows.append(cells)
 
@@ -70,9 +40,9 @@ def headline_rows(report: dict[str, Any]) -> list[list[str]]:
     others = [n for n in report["endpoints"] if n not in protected]
     for ep in protected + others:
         for q in ("p95", "p99", "max"):
-            row(f"{ep} {q}", lambda b, ep=ep, q=q: b["endpoints"][ep]["latency_s"][q], "s")
-        row(f"{ep} success", lambda b, ep=ep: b["endpoints"][ep]["success_pct"], "%")
-        row(f"{ep} achieved rps", lambda b, ep=ep: b["endpoints"][ep]["achieved_rps"])
+            row(f"{ep} {q}", _latency(ep, q), "s")
+        row(f"{ep} success", _endpoint(ep, "success_pct"), "%")
+        row(f"{ep} achieved rps", _endpoint(ep, "achieved_rps"))
     row("busy workers max (fault)", lambda b: b["workers"]["busy_max_fault"])
     row("busy workers mean (fault)", lambda b: b["workers"]["busy_mean_fault"])
     row("busy workers p50 (fault)", lambda b: b["workers"]["busy_p50_fault"])
@@ -85,14 +55,22 @@ def headline_rows(report: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def table_header(report: dict[str, Any]) -> list[str]:
+def _latency(ep: str, q: Literal["p95", "p99", "max"]) -> Getter:
+    return lambda b: b["endpoints"][ep]["latency_s"][q]
+
+
+def _endpoint(ep: str, key: Literal["success_pct", "achieved_rps"]) -> Getter:
+    return lambda b: b["endpoints"][ep][key]
+
+
+def table_header(report: Report) -> list[str]:
     builds = list(report["builds"])
     base = report.get("baseline")
     extra = [f"{b} vs {base}" for b in builds if b != base] if len(builds) > 1 else []
     return ["figure", *builds, *extra]
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: Report) -> str:
     """The report as Markdown (fits a PR comment)."""
     lines = [
         f"# {report['scenario']} — run {report['run_id']}",
@@ -140,7 +118,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out + [""]
 
 
-def _phase_section(report: dict[str, Any]) -> list[str]:
+def _phase_section(report: Report) -> list[str]:
     """Figures cut by phase: whole-run percentiles mix the outage with normal time."""
     builds = report["builds"]
     if not report["phases"] or not builds:
@@ -180,7 +158,7 @@ def _phase_section(report: dict[str, Any]) -> list[str]:
     )
 
 
-def _ledger_section(report: dict[str, Any]) -> list[str]:
+def _ledger_section(report: Report) -> list[str]:
     """What the gateway saw, and payments it approved that the target recorded otherwise."""
     rows = []
     for build, b in report["builds"].items():
@@ -215,7 +193,7 @@ def _ledger_section(report: dict[str, Any]) -> list[str]:
     return ["## Gateway ledger (whole run)", ""] + _table(header, rows)
 
 
-def terminal_table(report: dict[str, Any]) -> Table:
+def terminal_table(report: Report) -> Table:
     """The headline table for the terminal."""
     table = Table(title=f"{report['scenario']} ({report['status']})")
     for i, col in enumerate(table_header(report)):

@@ -1,4 +1,4 @@
-"""The run folder: where a run's evidence lives, written atomically and never overwritten.
+"""The run folder read back: a typed run and build model over pandas frames.
 
 ::
 
@@ -18,145 +18,33 @@
 from __future__ import annotations
 
 import json
-import os
-import platform
-import secrets
-import socket
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from harness.core.errors import InputError
+from harness.results.io import (
+    LEDGER_DTYPES,
+    METRICS_COLUMNS,
+    PAYMENT_DTYPES,
+    empty_frame,
+    ledger_from_csv,
+    samples_from_csv,
+)
 
 if TYPE_CHECKING:
     from harness.scenario.schema import Scenario
 
-SAMPLE_DTYPES = {
-    "endpoint": "string",
-    "index": "int64",
-    "intended_start": "float64",
-    "actual_start": "float64",
-    "end": "float64",
-    "status": "int64",
-    "error": "string",
-    "outcome": "string",
-}
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def harness_version() -> str:
-    try:
-        return version("harness")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0+unknown"
-
-
-def host_info() -> dict[str, Any]:
-    return {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-    }
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def new_run_dir(root: Path, scenario_name: str) -> Path:
-    """Create a fresh run folder; the random suffix means two runs never share one."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_dir = root / scenario_name / f"{stamp}-{secrets.token_hex(3)}"
-    run_dir.mkdir(parents=True, exist_ok=False)
-    return run_dir
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary name and rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-
-
-def samples_from_csv(csv_path: Path) -> pd.DataFrame:
-    """Read the load generator's CSV (possibly cut short by a kill) into typed columns."""
-    if not csv_path.exists() or csv_path.stat().st_size == 0:
-        return pd.DataFrame({c: pd.Series(dtype=d) for c, d in SAMPLE_DTYPES.items()})
-    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
-    for col in ("index", "intended_start", "actual_start", "end", "status"):
-        frame[col] = pd.to_numeric(frame[col], errors="coerce")
-    # A killed writer can leave its last line cut short: keep only whole rows.
-    frame = frame.dropna(subset=["index", "intended_start", "actual_start", "status"])
-    for col in ("endpoint", "error", "outcome"):
-        frame[col] = frame[col].fillna("")
-    return frame.astype(SAMPLE_DTYPES)
-
-
-LEDGER_DTYPES = {
-    "arrival": "float64",
-    "key": "string",
-    "attempt": "int64",
-    "phase": "string",
-    "fault": "string",
-    "status": "int64",
-    "decision": "string",
-    "duration_s": "float64",
-    "client_gone": "bool",
-}
-PAYMENT_DTYPES = {
-    "idempotency_key": "string",
-    "amount": "int64",
-    "status": "string",
-    "reason": "string",
-    "created_at": "float64",
-    "updated_at": "float64",
-}
-
-
-def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in dtypes.items()})
-
-
-def ledger_from_csv(csv_path: Path) -> pd.DataFrame:
-    """The gateway's ledger (one row per call it received), keeping only whole rows."""
-    if not csv_path.exists() or csv_path.stat().st_size == 0:
-        return _empty(LEDGER_DTYPES)
-    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
-    for col in ("arrival", "attempt", "status", "duration_s"):
-        frame[col] = pd.to_numeric(frame[col], errors="coerce")
-    frame = frame.dropna(subset=["arrival", "attempt", "status"])
-    frame["duration_s"] = frame["duration_s"].astype(float)
-    frame["client_gone"] = frame["client_gone"].str.lower().isin(("true", "1"))
-    return frame[list(LEDGER_DTYPES)].astype(LEDGER_DTYPES)
-
-
-def payments_from_sqlite(db_path: Path) -> pd.DataFrame:
-    """The reference target's own payment records, read once it has stopped (off the hot path)."""
-    import sqlite3
-
-    if not db_path.exists():
-        return _empty(PAYMENT_DTYPES)
-    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
-        frame = pd.read_sql_query(
-            "SELECT idempotency_key, amount, status, COALESCE(reason, '') AS reason,"
-            " created_at, updated_at FROM payments",
-            conn,
-        )
-    return frame.astype(PAYMENT_DTYPES)
+def _recorded_t0(info: dict[str, Any]) -> float | None:
+    """The measured window's start as the manifest recorded it, if it did."""
+    return _number(info.get("t0"))
 
 
 @dataclass
@@ -167,10 +55,12 @@ class BuildResult:
     samples: pd.DataFrame
     metrics: pd.DataFrame
     info: dict[str, Any] = field(default_factory=dict)
-    ledger: pd.DataFrame = field(default_factory=lambda: _empty(LEDGER_DTYPES))
+    ledger: pd.DataFrame = field(default_factory=lambda: empty_frame(LEDGER_DTYPES))
     """Every call the gateway received (``pg.parquet``)."""
-    payments: pd.DataFrame = field(default_factory=lambda: _empty(PAYMENT_DTYPES))
+    payments: pd.DataFrame = field(default_factory=lambda: empty_frame(PAYMENT_DTYPES))
     """The target's payment records (``payments.parquet``), where the target keeps them."""
+    warmup_s: float = 0.0
+    """The scenario's warmup; only used to infer ``t0`` when the manifest lacks it."""
 
     @property
     def build(self) -> str:
@@ -182,11 +72,30 @@ class BuildResult:
         return int(self.info.get("repetition", 1))
 
     @property
+    def preset(self) -> str | None:
+        """The metrics preset the manifest names (``analysis.series.preset_named`` reads it)."""
+        name = self.info.get("preset")
+        return None if name is None else str(name)
+
+    @property
     def t0(self) -> float:
-        """Unix time of the measured window's start (after warmup)."""
-        if "t0" in self.info:
-            return float(self.info["t0"])
-        return float(self.samples["intended_start"].min()) if len(self.samples) else 0.0
+        """Unix time of the measured window's start (after warmup): every figure and chart's zero.
+
+        The manifest records it once the load starts. Without it (a build that
+        stopped before its load, a folder written by hand), it is the load's
+        start plus warmup: ``load_start`` if recorded, else the first intended
+        start (the schedule's first request is intended at the load's start),
+        else the first scrape; 0 when there is nothing at all.
+        """
+        recorded = _recorded_t0(self.info)
+        if recorded is not None:
+            return recorded
+        load_start = _number(self.info.get("load_start"))
+        if load_start is None and len(self.samples):
+            load_start = float(self.samples["intended_start"].min())
+        if load_start is None and len(self.metrics):
+            load_start = float(self.metrics["t"].min())
+        return 0.0 if load_start is None else load_start + self.warmup_s
 
 
 @dataclass
@@ -200,7 +109,7 @@ class RunResult:
     @property
     def scenario(self) -> Scenario:
         """The scenario exactly as the run read it (its copy in the run folder)."""
-        from harness.scenario.schema import load_scenario
+        from harness.scenario.loader import load_scenario
 
         return load_scenario(self.path / "scenario.yaml").scenario
 
@@ -212,6 +121,14 @@ def latest(root: str | Path = "results", scenario: str | None = None) -> Path:
     if not runs:
         raise InputError(f"no run folders under {root}" + (f"/{scenario}" if scenario else ""))
     return runs[-1].parent
+
+
+def _warmup_s(run: RunResult) -> float:
+    """The run's warmup, read from its scenario copy only when some build needs it for ``t0``."""
+    needed = any(_recorded_t0(b.info) is None for b in run.builds.values())
+    if not needed or not (run.path / "scenario.yaml").exists():
+        return 0.0
+    return run.scenario.warmup
 
 
 def load(run_dir: str | Path) -> RunResult:
@@ -234,7 +151,7 @@ def load(run_dir: str | Path) -> RunResult:
         metrics = (
             pd.read_parquet(metrics_path)
             if metrics_path.exists()
-            else pd.DataFrame(columns=["t", "source", "series", "labels", "value"])
+            else pd.DataFrame(columns=METRICS_COLUMNS)
         )
         ledger = (
             pd.read_parquet(bdir / "pg.parquet")
@@ -244,7 +161,11 @@ def load(run_dir: str | Path) -> RunResult:
         payments = (
             pd.read_parquet(bdir / "payments.parquet")
             if (bdir / "payments.parquet").exists()
-            else _empty(PAYMENT_DTYPES)
+            else empty_frame(PAYMENT_DTYPES)
         )
         builds[name] = BuildResult(name, samples, metrics, info, ledger, payments)
-    return RunResult(path, manifest, builds)
+    run = RunResult(path, manifest, builds)
+    warmup_s = _warmup_s(run)
+    for build in builds.values():
+        build.warmup_s = warmup_s
+    return run

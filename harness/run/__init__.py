@@ -1,1 +1,2 @@
-"""Orchestration of a run: processes, scraper, targets (the Target seam), experiment, manifest."""
+"""Orchestration of a run: targets (the Target seam), processes, load generator, scraper,
+events, manifest, and the experiment that composes them."""

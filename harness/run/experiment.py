@@ -1,7 +1,7 @@
 """Orchestration: run every build of a scenario under the same load and the same faults.
 
-For each build in turn: start the gateway and the target on fresh loopback
-ports, wait for health, start Locust, say go, watch progress while the
+For each build in turn: start the gateway and the build's target on fresh
+loopback ports, wait for health, start Locust, say go, watch progress while the
 scraper records metrics, drain, then stop every process and write the build's
 results. Whatever happens (a crash, Ctrl-C), processes are stopped and what
 was measured is written, and the manifest says how the run ended.
@@ -9,133 +9,35 @@ was measured is written, and the manifest says how the run ended.
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-import harness.load
-from harness.analysis.series import PRESETS, Scraper
+from harness.analysis.series import Preset, Selector, preset_named
 from harness.core.errors import ProcessDied, RunError
-from harness.load.plan import EndpointPlan, LoadPlan
-from harness.results.model import (
-    harness_version,
-    host_info,
+from harness.core.net import LOOPBACK, listener, port_of
+from harness.load.plan import LoadPlan
+from harness.results.io import (
     ledger_from_csv,
     new_run_dir,
-    payments_from_sqlite,
     samples_from_csv,
     utc_now,
     write_json_atomic,
     write_parquet_atomic,
     write_text_atomic,
 )
-from harness.run.processes import (
-    LOOPBACK,
-    ProcessGroup,
-    listener,
-    port_of,
-    shielded_from_signals,
-    wait_http,
-)
-from harness.scenario.schema import Build, LoadedScenario
-
-_READY_TIMEOUT_S = 90.0
-LOCUSTFILE = Path(harness.load.__file__).with_name("locustfile.py")
-"""Run by Locust in its own process; never imported here (Locust patches with gevent)."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One live reading of a running build, for the CLI's progress line."""
-
-    build: str
-    elapsed_s: float
-    total_s: float
-    state: str
-    offered_rps: dict[str, float]
-    achieved_rps: dict[str, float]
-    busy_workers: float | None
-    max_workers: float | None
-    breaker_state: str | None
-
-
-@dataclass
-class RunListener:
-    """Callbacks the orchestrator fires; the CLI prints them, tests may record them."""
-
-    build_started: Callable[[str], None] = lambda name: None
-    progress: Callable[[Progress], None] = lambda p: None
-    build_finished: Callable[[str, str], None] = lambda name, status: None
-
-
-@dataclass
-class Manifest:
-    """The run's journal: what ran, on what, and how it ended (``manifest.json``)."""
-
-    scenario_name: str
-    scenario_file: str
-    scenario_sha256: str
-    seed: int
-    harness_version: str
-    host: dict[str, Any]
-    started_at: str
-    run_id: str
-    repeat: int = 1
-    status: str = "running"
-    ended_at: str | None = None
-    error: str | None = None
-    builds: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def shop_config(
-    build: Build, pg_url: str, listen_fd: int, metrics_fd: int, db: Path
-) -> dict[str, Any]:
-    """The JSON the reference target reads at start: Resilience4j settings in seconds."""
-    r = build.resilience4j.retry
-    config: dict[str, Any] = {
-        "pg_url": pg_url,
-        "profile": build.profile,
-        "workers": build.workers,
-        "connect_timeout_s": build.pg_client.connect_timeout,
-        "read_timeout_s": build.pg_client.read_timeout,
-        "listen_fd": listen_fd,
-        "metrics_fd": metrics_fd,
-        "db_path": str(db),
-        "retry": {
-            "max_attempts": r.max_attempts,
-            "wait_duration_s": r.wait_duration,
-            "enable_exponential_backoff": r.enable_exponential_backoff,
-            "exponential_backoff_multiplier": r.exponential_backoff_multiplier,
-            "exponential_max_wait_duration_s": r.exponential_max_wait_duration,
-            "enable_randomized_wait": r.enable_randomized_wait,
-            "randomized_wait_factor": r.randomized_wait_factor,
-        },
-    }
-    cb = build.resilience4j.circuitbreaker
-    if cb is not None:
-        config["circuitbreaker"] = {
-            "sliding_window_type": cb.sliding_window_type,
-            "sliding_window_size": cb.sliding_window_size,
-            "minimum_number_of_calls": cb.minimum_number_of_calls,
-            "failure_rate_threshold": cb.failure_rate_threshold,
-            "slow_call_rate_threshold": cb.slow_call_rate_threshold,
-            "slow_call_duration_threshold_s": cb.slow_call_duration_threshold,
-            "wait_duration_in_open_state_s": cb.wait_duration_in_open_state,
-            "permitted_number_of_calls_in_half_open_state": (
-                cb.permitted_number_of_calls_in_half_open_state
-            ),
-            "automatic_transition_from_open_to_half_open_enabled": (
-                cb.automatic_transition_from_open_to_half_open_enabled
-            ),
-            "max_wait_duration_in_half_open_state_s": cb.max_wait_duration_in_half_open_state,
-        }
-    return config
+from harness.run.events import Progress, RunListener
+from harness.run.loadgen import READY_TIMEOUT_S, locust_argv, plan_for, read_progress
+from harness.run.manifest import Manifest
+from harness.run.processes import ProcessGroup, shielded_from_signals, wait_http
+from harness.run.scraper import Scraper
+from harness.run.targets import Launch, Target, TargetContext, target_for
+from harness.scenario.schema import LoadedScenario
 
 
 class Experiment:
@@ -155,22 +57,12 @@ class Experiment:
         self.build_names = builds or list(self.scenario.builds)
         self.repeat = repeat
         self.run_dir = new_run_dir(results_root, self.scenario.name)
-        self.manifest = Manifest(
-            scenario_name=self.scenario.name,
-            scenario_file=loaded.path,
-            scenario_sha256=loaded.sha256,
-            seed=self.scenario.seed,
-            harness_version=harness_version(),
-            host=host_info(),
-            started_at=utc_now(),
-            run_id=self.run_dir.name,
-            repeat=repeat,
-        )
+        self.manifest = Manifest.begin(loaded, self.run_dir.name, repeat)
         write_text_atomic(self.run_dir / "scenario.yaml", loaded.text)
         self.save_manifest()
 
     def save_manifest(self) -> None:
-        write_json_atomic(self.run_dir / "manifest.json", asdict(self.manifest))
+        self.manifest.save(self.run_dir)
 
     def run(self) -> Path:
         """Run every build in turn; always leaves a manifest that says how it ended."""
@@ -192,13 +84,11 @@ class Experiment:
         return self.run_dir
 
     def _end(self, status: str, error: str | None) -> None:
-        self.manifest.status = status
-        self.manifest.error = error
-        self.manifest.ended_at = utc_now()
+        self.manifest.end(status, error)
         self.save_manifest()
 
     def _run_build(self, name: str, repetition: int = 1) -> None:
-        build = self.scenario.builds[name]
+        target = target_for(self.scenario.builds[name])
         key = name if self.repeat == 1 else f"{name}.r{repetition}"
         bdir = self.run_dir / key
         bdir.mkdir()
@@ -207,7 +97,7 @@ class Experiment:
             "repetition": repetition,
             "status": "running",
             "started_at": utc_now(),
-            "preset": "shop",
+            "preset": target.preset,
         }
         self.manifest.builds[key] = info
         self.save_manifest()
@@ -215,8 +105,8 @@ class Experiment:
         scraper: Scraper | None = None
         group = ProcessGroup(self.run_dir.name, bdir)
         try:
-            scraper = self._start_processes(name, build, bdir, group, info)
-            self._drive_load(key, bdir, group, scraper, info)
+            scraper = self._start_processes(target, bdir, group, info)
+            self._drive_load(key, bdir, group, scraper, preset_named(target.preset), info)
             info["status"] = "completed"
         except KeyboardInterrupt:
             info["status"] = "interrupted"
@@ -230,123 +120,81 @@ class Experiment:
                 if scraper is not None:
                     scraper.stop()
                 group.stop_all()
-                self._save_build(bdir, scraper, info)
+                self._save_build(bdir, scraper, target, info)
                 info["ended_at"] = utc_now()
                 self.save_manifest()
             self.listener.build_finished(key, info["status"])
 
     def _start_processes(
-        self, name: str, build: Build, bdir: Path, group: ProcessGroup, info: dict[str, Any]
+        self, target: Target, bdir: Path, group: ProcessGroup, info: dict[str, Any]
     ) -> Scraper:
-        py = sys.executable
         # The gateway gets two listeners: its API (which a `refuse` fault stops) and a
         # control port for /metrics and /__admin that always answers.
         pg_sock, control_sock = listener(), listener(backlog=64)
-        target_sock, metrics_sock = listener(), listener(backlog=64)
         pg_url = f"http://{LOOPBACK}:{port_of(pg_sock)}"
         control_url = f"http://{LOOPBACK}:{port_of(control_sock)}"
-        target_url = f"http://{LOOPBACK}:{port_of(target_sock)}"
-        metrics_url = f"http://{LOOPBACK}:{port_of(metrics_sock)}/metrics"
-        info.update(
-            pg_url=pg_url,
-            pg_control_url=control_url,
-            target_url=target_url,
-            target_metrics_url=metrics_url,
-        )
+        launch: Launch | None = None
         try:
+            launch = target.prepare(
+                TargetContext(build_dir=bdir, pg_url=pg_url, run_id=self.run_dir.name)
+            )
+            info.update(
+                pg_url=pg_url,
+                pg_control_url=control_url,
+                target_url=launch.url,
+                target_metrics_url=launch.metrics_url,
+            )
             group.start(
                 "pg",
-                [py, "-m", "harness.gateway", "--scenario", str(self.run_dir / "scenario.yaml"),
+                [sys.executable, "-m", "harness.gateway",
+                 "--scenario", str(self.run_dir / "scenario.yaml"),
                  "--fd", str(pg_sock.fileno()), "--control-fd", str(control_sock.fileno()),
                  "--ledger", str(bdir / "pg-ledger.csv")],
                 pass_fds=(pg_sock.fileno(), control_sock.fileno()),
             )  # fmt: skip
-            config = shop_config(
-                build, pg_url, target_sock.fileno(), metrics_sock.fileno(), bdir / "shop.sqlite"
-            )
-            (bdir / "target.json").write_text(json.dumps(config, indent=2))
-            group.start(
-                "target",
-                [py, "-m", "targets.shop", "--config", str(bdir / "target.json")],
-                pass_fds=(target_sock.fileno(), metrics_sock.fileno()),
-            )
+            if launch.argv:
+                group.start(
+                    "target", list(launch.argv), pass_fds=launch.pass_fds, env=dict(launch.env)
+                )
         finally:
             # The children hold their own copies; ours would keep the ports open after they stop.
-            for sock in (pg_sock, control_sock, target_sock, metrics_sock):
-                sock.close()
+            pg_sock.close()
+            control_sock.close()
+            if launch is not None:
+                for fd in launch.pass_fds:
+                    os.close(fd)
         info["processes"] = group.pids()
         self.save_manifest()
         wait_http(f"{control_url}/health", group, "pg")
-        wait_http(f"{target_url}/health", group, "target")
-        wait_http(metrics_url, group, "target")
+        for url in launch.health_urls:
+            wait_http(url, group, "target")
+        sources = {"target": launch.metrics_url} if launch.metrics_url else {}
         scraper = Scraper(
-            {"target": metrics_url, "pg": f"{control_url}/metrics"}, self.scenario.metrics.interval
+            {**sources, "pg": f"{control_url}/metrics"}, self.scenario.metrics.interval
         )
         return scraper.start()
 
-    def _plan(self, base_url: str, bdir: Path) -> LoadPlan:
-        s = self.scenario
-        return LoadPlan(
-            base_url=base_url,
-            seed=s.seed,
-            warmup_s=s.warmup,
-            duration_s=s.duration,
-            drain_s=s.drain_s,
-            endpoints={
-                n: EndpointPlan(
-                    method=e.method,
-                    path=e.path,
-                    rate=e.rate,
-                    timeout_s=e.timeout,
-                    params=dict(e.params),
-                    body=e.body,
-                    idempotency_key=e.idempotency_key,
-                )
-                for n, e in s.traffic.items()
-            },
-            samples_path=str(bdir / "samples.csv"),
-            progress_path=str(bdir / "progress.json"),
-            go_path=str(bdir / "go.json"),
-        )
-
     def _drive_load(
-        self, name: str, bdir: Path, group: ProcessGroup, scraper: Scraper, info: dict[str, Any]
+        self,
+        key: str,
+        bdir: Path,
+        group: ProcessGroup,
+        scraper: Scraper,
+        preset: Preset,
+        info: dict[str, Any],
     ) -> None:
-        plan = self._plan(info["target_url"], bdir)
+        plan = plan_for(self.scenario, info["target_url"], bdir)
         plan.write(bdir / "plan.json")
-        bound_s = plan.total_s + plan.drain_s + _READY_TIMEOUT_S + 30
         load = group.start(
-            "load",
-            [
-                sys.executable,
-                "-m",
-                "locust",
-                "-f",
-                str(LOCUSTFILE),
-                "--headless",
-                "-u",
-                "1",
-                "-r",
-                "1",
-                "--run-time",
-                f"{int(bound_s)}s",
-                "--host",
-                plan.base_url,
-                "--only-summary",
-                "--exit-code-on-error",
-                "0",
-                "--loglevel",
-                "WARNING",
-            ],
-            env={"HARNESS_LOAD_PLAN": str(bdir / "plan.json")},
+            "load", locust_argv(plan), env={"HARNESS_LOAD_PLAN": str(bdir / "plan.json")}
         )
         info["processes"] = group.pids()
         progress_path = Path(plan.progress_path)
-        deadline = time.monotonic() + _READY_TIMEOUT_S
-        while _read_json(progress_path).get("state") != "ready":
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while read_progress(progress_path).get("state") != "ready":
             group.check_alive()
             if time.monotonic() > deadline:
-                raise RunError(f"Locust did not get ready within {_READY_TIMEOUT_S:g}s")
+                raise RunError(f"Locust did not get ready within {READY_TIMEOUT_S:g}s")
             time.sleep(0.05)
         start_at = time.time() + 0.3
         t0 = start_at + plan.warmup_s
@@ -356,31 +204,31 @@ class Experiment:
         write_json_atomic(Path(plan.go_path), {"start_at": start_at})
         info.update(load_start=start_at, t0=t0)
         self.save_manifest()
-        self._watch(name, plan, start_at, group, scraper, load.popen.poll)
+        self._watch(key, plan, start_at, group, scraper, preset, load.popen.poll)
 
     def _watch(
         self,
-        name: str,
+        key: str,
         plan: LoadPlan,
         start_at: float,
         group: ProcessGroup,
         scraper: Scraper,
+        preset: Preset,
         load_exit: Callable[[], int | None],
     ) -> None:
         """Emit progress every second until the load generator finishes; fail if a process dies."""
-        preset = PRESETS["shop"]
         previous: dict[str, Any] = {}
         hard_stop = start_at + plan.total_s + plan.drain_s + 30
         while True:
             time.sleep(1.0)
-            progress = _read_json(Path(plan.progress_path))
+            progress = read_progress(Path(plan.progress_path))
             if progress.get("state") in ("finished", "interrupted") or load_exit() is not None:
                 break
             group.check_alive("pg", "target")
             if time.time() > hard_stop:
                 raise RunError("the load generator did not finish in time")
             self.listener.progress(
-                _progress(name, plan, start_at, progress, previous, scraper, preset)
+                _progress(key, plan, start_at, progress, previous, scraper, preset)
             )
             previous = progress
         code = load_exit()
@@ -389,7 +237,9 @@ class Experiment:
         if progress.get("state") != "finished":
             raise RunError(f"the load generator stopped early (state {progress.get('state')!r})")
 
-    def _save_build(self, bdir: Path, scraper: Scraper | None, info: dict[str, Any]) -> None:
+    def _save_build(
+        self, bdir: Path, scraper: Scraper | None, target: Target, info: dict[str, Any]
+    ) -> None:
         samples = samples_from_csv(bdir / "samples.csv")
         write_parquet_atomic(samples, bdir / "samples.parquet")
         info["samples"] = len(samples)
@@ -399,39 +249,36 @@ class Experiment:
         ledger = ledger_from_csv(bdir / "pg-ledger.csv")
         write_parquet_atomic(ledger, bdir / "pg.parquet")
         info["pg_calls"] = len(ledger)
-        # Read after the target stopped: recording payments costs the hot path nothing extra.
-        write_parquet_atomic(payments_from_sqlite(bdir / "shop.sqlite"), bdir / "payments.parquet")
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-        return data
-    except (OSError, ValueError):
-        return {}
+        target.collect(bdir)
 
 
 def _progress(
-    name: str,
+    key: str,
     plan: LoadPlan,
     start_at: float,
     now: dict[str, Any],
     before: dict[str, Any],
     scraper: Scraper,
-    preset: Any,
+    preset: Preset,
 ) -> Progress:
     dt = max(1e-6, now.get("t", 0.0) - before.get("t", start_at))
     sent_now: dict[str, int] = now.get("sent", {})
     sent_before: dict[str, int] = before.get("sent", {})
     achieved = {ep: (sent_now.get(ep, 0) - sent_before.get(ep, 0)) / dt for ep in plan.endpoints}
     return Progress(
-        build=name,
+        build=key,
         elapsed_s=max(0.0, time.time() - start_at),
         total_s=plan.total_s,
         state=str(now.get("state", "?")),
         offered_rps={ep: e.rate for ep, e in plan.endpoints.items()},
         achieved_rps=achieved,
-        busy_workers=scraper.latest_value("target", preset.busy_workers),
-        max_workers=scraper.latest_value("target", preset.max_workers),
-        breaker_state=scraper.latest_state("target", preset.breaker_state or ""),
+        busy_workers=_latest(scraper, preset.busy_workers),
+        max_workers=_latest(scraper, preset.max_workers),
+        breaker_state=(
+            scraper.latest_state("target", preset.breaker_state) if preset.breaker_state else None
+        ),
     )
+
+
+def _latest(scraper: Scraper, selector: Selector | None) -> float | None:
+    return scraper.latest_value("target", selector) if selector is not None else None

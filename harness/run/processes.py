@@ -1,4 +1,4 @@
-"""Processes the run starts: loopback listeners, start, health waits, and a guaranteed stop.
+"""Processes the run starts: start, health waits, and a guaranteed stop.
 
 Each child gets its own session (process group) so a Ctrl-C at the terminal
 reaches only the orchestrator, which then stops the children in order and
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,19 +23,6 @@ from types import TracebackType
 import httpx
 
 from harness.core.errors import ProcessDied, RunError
-
-LOOPBACK = "127.0.0.1"
-
-
-def listener(backlog: int = 4096) -> socket.socket:
-    """A socket bound and listening on a free loopback port, ready to hand to a child."""
-    sock = socket.create_server((LOOPBACK, 0), backlog=backlog)
-    sock.set_inheritable(True)
-    return sock
-
-
-def port_of(sock: socket.socket) -> int:
-    return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -1,11 +1,22 @@
-"""Scenario files: the schema, the fault models and the loader that validates them."""
+"""Scenario files: the schema, the fault models, the gate language and the loader.
 
-from harness.scenario.schema import (
-    Build,
-    LoadedScenario,
-    Scenario,
-    load_scenario,
-    load_scenario_text,
-)
+Inside the harness, import from the defining submodule (``schema``,
+``faults``, ``gates``, ``loader``); this face is for notebooks and users.
+"""
 
-__all__ = ["Build", "LoadedScenario", "Scenario", "load_scenario", "load_scenario_text"]
+from harness.scenario.faults import Fault, FaultOverride, PgSchedule, Phase
+from harness.scenario.loader import load_scenario, load_scenario_text
+from harness.scenario.schema import Build, Endpoint, LoadedScenario, Scenario
+
+__all__ = [
+    "Build",
+    "Endpoint",
+    "Fault",
+    "FaultOverride",
+    "LoadedScenario",
+    "PgSchedule",
+    "Phase",
+    "Scenario",
+    "load_scenario",
+    "load_scenario_text",
+]

@@ -66,7 +66,9 @@ class ShopServer(BaseApplication):  # type: ignore[misc]
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m targets.shop")
-    parser.add_argument("--config", required=True, help="JSON file of ShopConfig fields")
+    parser.add_argument(
+        "--config", required=True, help="settings file (see targets/shop/config.py)"
+    )
     args = parser.parse_args(argv)
     ShopServer(ShopConfig.from_file(args.config)).run()
 

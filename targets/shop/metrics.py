@@ -19,8 +19,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from targets.shop.breaker import State
 from targets.shop.payments import BREAKER_NAME, PaymentService
+from targets.shop.resilience import CallKind, State
 
 
 class WorkerGauge:
@@ -59,18 +59,15 @@ class ShopCollector(Collector):
             "shop_workers_max", "Request thread pool size", value=self.workers.max_workers
         )
         svc = self.service
-        with svc._lock:
-            pg_calls = dict(svc.pg_calls)
-            payments = dict(svc.payments)
-            call_seconds = {k: tuple(v) for k, v in svc.call_seconds.items()}
+        stats = svc.stats()
         calls = CounterMetricFamily(
             "shop_pg_calls", "Calls sent to the payment gateway, by outcome", labels=["outcome"]
         )
-        for outcome, n in sorted(pg_calls.items()):
+        for outcome, n in sorted(stats.pg_calls.items()):
             calls.add_metric([outcome], n)
         yield calls
         pays = CounterMetricFamily("shop_payments", "Payments by final status", labels=["status"])
-        for status, n in sorted(payments.items()):
+        for status, n in sorted(stats.payments.items()):
             pays.add_metric([status], n)
         yield pays
 
@@ -87,7 +84,7 @@ class ShopCollector(Collector):
             "failed_without_retry",
             "failed_with_retry",
         ):
-            retry_calls.add_metric([BREAKER_NAME, kind], getattr(retry, kind))
+            retry_calls.add_metric([svc.retry.name, kind], getattr(retry, kind))
         yield retry_calls
 
         timed = SummaryMetricFamily(
@@ -95,9 +92,11 @@ class ShopCollector(Collector):
             "Gateway calls by kind (successful, failed, ignored)",
             labels=["name", "kind"],
         )
-        for kind in ("successful", "failed", "ignored"):
-            count, total = call_seconds.get(kind, (0.0, 0.0))
-            timed.add_metric([BREAKER_NAME, kind], count_value=int(count), sum_value=total)
+        # Named after the breaker even in the retry-only profile, as Spring's series are.
+        kinds: tuple[CallKind, ...] = ("successful", "failed", "ignored")
+        for kind in kinds:
+            count, total = stats.call_seconds.get(kind, (0, 0.0))
+            timed.add_metric([BREAKER_NAME, kind], count_value=count, sum_value=total)
         yield timed
 
         breaker = svc.breaker
@@ -110,21 +109,21 @@ class ShopCollector(Collector):
             labels=["name", "state"],
         )
         for s in State:
-            state.add_metric([BREAKER_NAME, s.value], 1.0 if snapshot.state is s else 0.0)
+            state.add_metric([breaker.name, s.value], 1.0 if snapshot.state is s else 0.0)
         yield state
         refused = CounterMetricFamily(
             "resilience4j_circuitbreaker_not_permitted_calls",
             "Calls refused by the breaker",
             labels=["name", "kind"],
         )
-        refused.add_metric([BREAKER_NAME, "not_permitted"], snapshot.not_permitted_calls)
+        refused.add_metric([breaker.name, "not_permitted"], snapshot.not_permitted_calls)
         yield refused
         rate = GaugeMetricFamily(
             "resilience4j_circuitbreaker_failure_rate",
             "Failure rate of the window, percent (-1 until minimum calls)",
             labels=["name"],
         )
-        rate.add_metric([BREAKER_NAME], snapshot.failure_rate)
+        rate.add_metric([breaker.name], snapshot.failure_rate)
         yield rate
 
 

@@ -1,9 +1,8 @@
-"""HTTP client towards the payment gateway, and the classification of its failures.
+"""HTTP client towards the payment gateway: one typed exception per class of failure.
 
-The classes of failure decide everything downstream: what Retry retries
-(timeouts, connection errors, 5xx; never a 4xx, whose answer will not change)
-and what the breaker records (everything but a 4xx, which says the request was
-bad, not that the gateway is sick).
+The client only names what went wrong (:class:`PgTimeout`, :class:`PgConnectionError`,
+:class:`PgServerError`, :class:`PgRejected`); what is retried and what the breaker counts
+as a failure is the caller's policy (``targets.shop.payments``).
 """
 
 from __future__ import annotations
@@ -11,8 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-
-from targets.shop.breaker import CallNotPermittedError
 
 
 class PgError(Exception):
@@ -42,18 +39,6 @@ class PgRejected(PgError):
         super().__init__(f"gateway refused with {status}")
         self.status = status
         self.body = body
-
-
-def is_retryable(error: BaseException) -> bool:
-    """Retry only what a second attempt could change; never 4xx or a breaker refusal."""
-    if isinstance(error, CallNotPermittedError):
-        return False
-    return isinstance(error, PgTimeout | PgConnectionError | PgServerError)
-
-
-def is_recorded_failure(error: BaseException) -> bool:
-    """What counts as a failure in the breaker's window: all but business 4xx."""
-    return not isinstance(error, PgRejected)
 
 
 class PgClient:

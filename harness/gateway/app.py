@@ -1,0 +1,92 @@
+"""The gateway's web applications and its life as a process: serve until signalled.
+
+Main listener: ``POST /v1/payments/approve`` plus the control routes
+(``/metrics``, ``/health``, ``/__admin/*``). Control listener (optional):
+the control routes only, never refused. On SIGTERM or SIGINT, hanging calls
+are cut at once, the others get ``SHUTDOWN_GRACE_S``, and the ledger is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+
+from aiohttp import web
+
+from harness.core.net import BACKLOG, raise_open_file_limit
+from harness.core.serving import serve_until_signalled
+from harness.gateway.admin import Admin
+from harness.gateway.decide import APPROVE_PATH
+from harness.gateway.listener import MainListener, steer
+from harness.gateway.server import Gateway
+
+SHUTDOWN_GRACE_S = 1.0
+"""On SIGTERM, in-flight calls get this long before they are cut (and recorded as dropped)."""
+
+
+def main_app(gateway: Gateway) -> web.Application:
+    """The main listener's application: approve calls, plus metrics, health and admin."""
+    app = Admin(gateway).routes(web.Application())
+    app.router.add_post(APPROVE_PATH, gateway.approve)
+    return app
+
+
+def control_app(gateway: Gateway) -> web.Application:
+    """The control listener's application: never refused, never serves approve calls."""
+    return Admin(gateway).routes(web.Application())
+
+
+class _Served:
+    """One gateway on its sockets: what ``start`` set up, ``stop`` takes down (even half-done)."""
+
+    def __init__(
+        self, gateway: Gateway, sock: socket.socket, control_sock: socket.socket | None
+    ) -> None:
+        self.gateway = gateway
+        self.sock = sock
+        self.control_sock = control_sock
+        self.runners: list[web.AppRunner] = []
+        self.listener: MainListener | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        gateway, control = self.gateway, self.control_sock
+        gateway.has_control = control is not None
+        apps = [main_app(gateway)] + ([control_app(gateway)] if control is not None else [])
+        for app in apps:
+            runner = web.AppRunner(
+                app, handler_cancellation=True, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S
+            )
+            await runner.setup()
+            self.runners.append(runner)
+        self.listener = MainListener(self.runners[0], self.sock, gateway)
+        await self.listener.open()
+        if control is not None:
+            await web.SockSite(self.runners[1], control, backlog=BACKLOG).start()
+        self.tasks = [
+            asyncio.create_task(gateway.ledger.keep_flushing()),
+            asyncio.create_task(steer(gateway, self.listener)),
+        ]
+
+    async def stop(self) -> None:
+        gateway = self.gateway
+        gateway.stopping = True
+        gateway.cut_hung_calls()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for runner in self.runners:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(runner.cleanup(), 10 + SHUTDOWN_GRACE_S)
+        if self.listener is not None:
+            self.listener.release()
+        gateway.ledger.close()
+        gateway.timer.close()
+
+
+def serve(gateway: Gateway, sock: socket.socket, control_sock: socket.socket | None = None) -> None:
+    """Serve until SIGTERM/SIGINT; then cut what is in flight, write the ledger and return."""
+    raise_open_file_limit()
+    served = _Served(gateway, sock, control_sock)
+    serve_until_signalled(served.start, served.stop)

@@ -1,0 +1,147 @@
+"""The gateway process's command line: one parser for ``python -m harness.pg`` and ``harness pg``.
+
+The orchestrator starts ``python -m harness.pg --fd N --control-fd M --ledger F``
+on sockets it bound, and starts the time line later (``POST /__admin/start``);
+``harness pg`` forwards its arguments here with ``standalone=True``: port 8089
+and the schedule's clock starting now, for a person running the gateway alone.
+Exit codes: 2 bad input, 3 a port cannot be bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.core.errors import InputError, RunError
+from harness.core.net import BACKLOG, is_loopback
+from harness.core.serving import exit_for
+from harness.gateway.app import serve
+from harness.gateway.server import Gateway
+from harness.scenario.loader import load_scenario
+
+STANDALONE_PORT = 8089
+
+
+def _t0(text: str) -> float:
+    """``--t0``: Unix seconds, or ``now``."""
+    return time.time() if text == "now" else float(text)
+
+
+def parser(
+    prog: str = "python -m harness.pg", *, standalone: bool = False
+) -> argparse.ArgumentParser:
+    """The gateway's options; ``standalone`` changes only the defaults of --port and --t0."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the fault-injecting payment gateway (loopback only): POST "
+        "/v1/payments/approve answers as the scenario's pg.phases say; GET /metrics, "
+        "GET/PUT /__admin/fault and POST /__admin/reset steer and observe it.",
+    )
+    p.add_argument(
+        "--scenario", required=True, metavar="FILE", help="serve this scenario's pg.phases"
+    )
+    p.add_argument(
+        "--fd", type=int, metavar="FD", help="an already bound, listening socket to serve on"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (without --fd)")
+    p.add_argument(
+        "--port",
+        type=int,
+        metavar="PORT",
+        default=STANDALONE_PORT if standalone else 0,
+        help="port without --fd (0: any free port; default %(default)s)",
+    )
+    p.add_argument(
+        "--control-fd", type=int, metavar="FD", help="a bound, listening socket for control"
+    )
+    p.add_argument(
+        "--control-port",
+        type=int,
+        metavar="PORT",
+        help="also serve /metrics and /__admin here, answering even while refused",
+    )
+    p.add_argument(
+        "--t0",
+        type=_t0,
+        default="now" if standalone else None,
+        metavar="UNIX_S|now",
+        help="when the schedule's time line starts (default: "
+        + ("now)" if standalone else "at POST /__admin/start)"),
+    )
+    p.add_argument(
+        "--ledger", type=Path, metavar="PATH", help="write every call received to this CSV file"
+    )
+    p.add_argument(
+        "--timer",
+        choices=("timerfd", "asyncio"),
+        default="timerfd",
+        help="how injected delays are timed (asyncio: the loop's 1 ms timers, for comparison)",
+    )
+    return p
+
+
+def _socket(fd: int | None, host: str, port: int | None) -> socket.socket | None:
+    if fd is not None:
+        sock = socket.socket(fileno=fd)
+        if not is_loopback(str(sock.getsockname()[0])):
+            raise InputError(f"fd {fd} is bound to {sock.getsockname()[0]}, not a loopback address")
+        return sock
+    if port is None:
+        return None
+    return socket.create_server((host, port), backlog=BACKLOG)
+
+
+def _announce(
+    host: str, sock: socket.socket, control: socket.socket | None, t0: float | None
+) -> None:
+    where = f"http://{host}:{sock.getsockname()[1]}"
+    admin = f"http://{host}:{control.getsockname()[1]}" if control is not None else where
+    if t0 is None:
+        clock = "starts at POST /__admin/start"
+    else:
+        clock = "starts now" if abs(time.time() - t0) < 1 else f"counts from t0={t0:.3f}"
+    print(
+        f"payment gateway on {where}  (POST /v1/payments/approve); metrics and admin on "
+        f"{admin}  (GET /metrics, GET/PUT /__admin/fault, POST /__admin/reset); "
+        f"schedule clock {clock}; Ctrl-C stops",
+        flush=True,
+    )
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str = "python -m harness.pg",
+    standalone: bool = False,
+) -> None:
+    """Run the gateway until SIGTERM/SIGINT (exit 2: bad input, 3: a port cannot be bound)."""
+    args = parser(prog, standalone=standalone).parse_args(argv)
+    try:
+        if not is_loopback(args.host):
+            raise InputError(f"--host {args.host}: the gateway only binds loopback addresses")
+        loaded = load_scenario(args.scenario)
+        gateway = Gateway(
+            loaded.scenario.pg.phases,
+            loaded.scenario.seed,
+            args.t0,
+            args.ledger,
+            precise_timer=args.timer == "timerfd",
+        )
+    except InputError as exc:
+        exit_for(exc, 2)
+    except OSError as exc:
+        exit_for(InputError(f"cannot write the ledger {args.ledger}: {exc.strerror}"), 2)
+    try:
+        sock = _socket(args.fd, args.host, args.port)
+        control = _socket(args.control_fd, args.host, args.control_port)
+    except InputError as exc:
+        exit_for(exc, 2)
+    except OSError as exc:
+        exit_for(RunError(f"cannot bind {args.host}: {exc.strerror}"), 3)
+    assert sock is not None
+    if args.fd is None:
+        _announce(args.host, sock, control, args.t0)
+    serve(gateway, sock, control)

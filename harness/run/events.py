@@ -1,0 +1,40 @@
+"""The run's events: what the orchestrator tells whoever listens (the CLI's live line, tests).
+
+Three events, fired in this order for every build (and every repetition of it):
+
+- ``build_started(key)``: its folder exists; the gateway and target are about to start.
+- ``progress(Progress)``: about once a second while the load runs.
+- ``build_finished(key, status)``: every process has stopped and its results are written;
+  ``status`` is ``completed``, ``interrupted`` or ``failed``.
+
+``key`` is the build's name, or ``<name>.r<n>`` when a run repeats its builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One live reading of a running build, for the CLI's progress line."""
+
+    build: str
+    elapsed_s: float
+    total_s: float
+    state: str
+    offered_rps: dict[str, float]
+    achieved_rps: dict[str, float]
+    busy_workers: float | None
+    max_workers: float | None
+    breaker_state: str | None
+
+
+@dataclass
+class RunListener:
+    """Callbacks for the run's events; each defaults to doing nothing."""
+
+    build_started: Callable[[str], None] = lambda key: None
+    progress: Callable[[Progress], None] = lambda progress: None
+    build_finished: Callable[[str, str], None] = lambda key, status: None

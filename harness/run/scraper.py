@@ -1,0 +1,99 @@
+"""The metrics scraper: a thread in the orchestrator that GETs every /metrics each interval.
+
+It keeps every sample as read (``metrics.parquet``); mapping them to canonical
+series happens afterwards (``harness.analysis.series``). Its newest scrape also
+feeds the live progress line.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+import httpx
+import pandas as pd
+
+from harness.analysis.series import METRIC_COLUMNS, Selector, labels_match, parse_text
+
+Clock = Callable[[], float]
+
+
+class Scraper:
+    """GETs each source's /metrics every ``interval_s`` on a thread; keeps every sample.
+
+    The HTTP transport and the clock are injectable so tests can feed text
+    without a server.
+    """
+
+    def __init__(
+        self,
+        sources: Mapping[str, str],
+        interval_s: float,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        self.sources = dict(sources)
+        self.interval_s = interval_s
+        self.clock = clock
+        self.client = httpx.Client(timeout=max(0.5, interval_s), transport=transport)
+        self.rows: list[tuple[float, str, str, str, float]] = []
+        self.failures: dict[str, int] = {name: 0 for name in self.sources}
+        self.latest: dict[str, list[tuple[float, str, str, str, float]]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def scrape_once(self) -> None:
+        for source, url in self.sources.items():
+            t = self.clock()
+            try:
+                response = self.client.get(url)
+                response.raise_for_status()
+                rows = parse_text(response.text, t, source)
+            except (httpx.HTTPError, ValueError):
+                self.failures[source] += 1
+                continue
+            self.rows.extend(rows)
+            self.latest[source] = rows
+
+    def _loop(self) -> None:
+        next_at = self.clock()
+        while not self._stop.is_set():
+            self.scrape_once()
+            next_at += self.interval_s
+            self._stop.wait(max(0.0, next_at - self.clock()))
+
+    def start(self) -> Scraper:
+        self._thread = threading.Thread(target=self._loop, name="scraper", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.client.close()
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=METRIC_COLUMNS)
+
+    def latest_value(self, source: str, selector: Selector) -> float | None:
+        """Sum of the newest scrape's samples matching ``selector`` (for live progress)."""
+        rows = self.latest.get(source)
+        if not rows:
+            return None
+        total, found = 0.0, False
+        for _, _, series, labels, value in rows:
+            if series == selector.series and labels_match(labels, selector.labels):
+                total += value
+                found = True
+        return total if found else None
+
+    def latest_state(self, source: str, series: str) -> str | None:
+        for _, _, name, labels, value in self.latest.get(source, []):
+            if name == series and value == 1.0:
+                state = json.loads(labels).get("state")
+                return str(state) if state is not None else None
+        return None

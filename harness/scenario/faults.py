@@ -1,0 +1,373 @@
+"""The payment gateway's faults: what each ``type`` does, and the phases that schedule them.
+
+These models are the scenario's ``pg:`` block and also the body of a live
+override (``PUT /__admin/fault``, the ``X-Harness-Fault`` header), so the
+gateway validates both with the same rules. What a fault means at run time
+(delays drawn, fate per call) lives in ``harness.gateway``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from harness.core.durations import Duration
+from harness.core.timeline import ordered_phases
+from harness.core.yamlmodel import StrictModel
+
+HANG_LIMIT_S = 600.0
+"""A hung call is released after this long even if the caller never gives up (bounded work).
+
+Every delay a fault asks for is capped by it too, so no wait in the gateway is unbounded.
+"""
+
+FAULT_TYPES = (
+    "healthy",
+    "latency",
+    "timeout",
+    "error",
+    "reject",
+    "reset",
+    "refuse",
+    "malformed",
+    "slow-body",
+)
+"""Every ``type`` a fault may have, in the order docs/faults.md presents them."""
+
+_DELAY_PARAMS = ("delay", "min", "max", "mean", "stddev", "median", "sigma")
+_NEEDS = {
+    "fixed": ("delay",),
+    "uniform": ("min", "max"),
+    "normal": ("mean", "stddev"),
+    "lognormal": ("median", "sigma"),
+}
+
+Body = str | dict[str, Any]
+"""A response body a fault sends: a string as it is (text/plain), a mapping as JSON."""
+
+
+class Match(StrictModel):
+    """Which calls a partial fault affects: every condition given must hold.
+
+    ``path`` is the request path itself or a prefix of it ending at a ``/``
+    boundary (``/v1/payments`` covers ``/v1/payments/approve``). ``header``
+    names are case-insensitive, values exact: ``{X-Tenant: a}`` hurts one
+    tenant and spares the others.
+    """
+
+    path: str | None = Field(None, pattern=r"^/")
+    header: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("header", mode="before")
+    @classmethod
+    def _numbers_are_text(cls, value: Any) -> Any:
+        # `X-Version: 2` in YAML is an int; a header is always text.
+        if isinstance(value, dict):
+            return {
+                k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+                for k, v in value.items()
+            }
+        return value
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Match:
+        if self.path is None and not self.header:
+            raise ValueError("match needs path and/or header (to affect every call, drop match)")
+        return self
+
+
+class _FaultBase(StrictModel):
+    """What every fault may say: how often it hits, and which calls it may hit."""
+
+    probability: float = Field(
+        1.0, ge=0, le=1, description="share of the matching calls it hits, decided per call by fate"
+    )
+    match: Match | None = None
+
+
+class _DelayParams(StrictModel):
+    """Parameters of one delay distribution (``fixed``, ``uniform``, ``normal``, ``lognormal``)."""
+
+    delay: Duration | None = Field(None, le=HANG_LIMIT_S, description="fixed")
+    min: Duration | None = Field(None, le=HANG_LIMIT_S, description="uniform")
+    max: Duration | None = Field(None, le=HANG_LIMIT_S, description="uniform")
+    mean: Duration | None = Field(None, le=HANG_LIMIT_S, description="normal")
+    stddev: Duration | None = Field(None, description="normal")
+    median: Duration | None = Field(None, gt=0, le=HANG_LIMIT_S, description="lognormal")
+    sigma: float | None = Field(None, gt=0, description="lognormal, of log(delay)")
+
+    def _check_params(self, distribution: str) -> None:
+        needs = _NEEDS[distribution]
+        missing = [n for n in needs if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"distribution {distribution} needs {', '.join(missing)}")
+        extra = [n for n in _DELAY_PARAMS if n not in needs and getattr(self, n) is not None]
+        if extra:
+            raise ValueError(
+                f"distribution {distribution} takes {', '.join(needs)}, not {', '.join(extra)}"
+            )
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g}s is greater than max {self.max:g}s")
+
+
+class HealthyFault(_FaultBase):
+    """The gateway answers 200 at once."""
+
+    type: Literal["healthy"]
+
+
+class LatencyComponent(_DelayParams):
+    """One part of a ``mix``: chosen with probability ``weight`` / sum of weights."""
+
+    weight: float = Field(gt=0)
+    distribution: Literal["fixed", "uniform", "normal", "lognormal"]
+
+    @model_validator(mode="after")
+    def _parameters_match(self) -> LatencyComponent:
+        self._check_params(self.distribution)
+        return self
+
+
+class LatencyFault(_FaultBase, _DelayParams):
+    """The gateway answers 200 after a delay drawn from a distribution (delays of several add up).
+
+    ``mix`` expresses a long tail (98% about 50 ms, 2% 2–3 s); ``ramp-to``
+    grows a fixed delay linearly over the phase.
+    """
+
+    type: Literal["latency"]
+    distribution: Literal["fixed", "uniform", "normal", "lognormal", "mix"] = "fixed"
+    mix: list[LatencyComponent] | None = Field(None, min_length=1)
+    ramp_to: Duration | None = Field(
+        None, le=HANG_LIMIT_S, description="fixed delay at the phase's end (linear from delay)"
+    )
+
+    @model_validator(mode="after")
+    def _parameters_match(self) -> LatencyFault:
+        if self.distribution == "mix":
+            if self.mix is None:
+                raise ValueError(
+                    "distribution mix needs mix: a list of {weight, distribution, ...parameters}"
+                )
+            given = [n for n in _DELAY_PARAMS if getattr(self, n) is not None]
+            if given:
+                raise ValueError(
+                    f"distribution mix takes its parameters inside each mix entry, "
+                    f"not {', '.join(given)}"
+                )
+        else:
+            if self.mix is not None:
+                raise ValueError(f"mix is only for distribution mix, not {self.distribution}")
+            self._check_params(self.distribution)
+        if self.ramp_to is not None and self.distribution != "fixed":
+            raise ValueError(
+                f"ramp-to needs distribution fixed (the delay grows linearly from delay to "
+                f"ramp-to over the phase), not {self.distribution}"
+            )
+        return self
+
+
+class TimeoutFault(_FaultBase):
+    """The gateway hangs: no answer until the caller gives up, or a 200 after ``after``."""
+
+    type: Literal["timeout"]
+    after: Duration | None = Field(None, le=HANG_LIMIT_S)
+
+
+class ErrorFault(_FaultBase):
+    """The gateway answers a 5xx: one ``status``, or a weighted mix such as ``{500: 1, 503: 3}``."""
+
+    type: Literal["error"]
+    status: int | dict[int, float] = 500
+    body: Body | None = Field(None, description="default {error: gateway failure, fault: error}")
+    retry_after: Duration | None = Field(
+        None, le=24 * 3600, description="sent as a Retry-After header in whole seconds"
+    )
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _code_or_weights(cls, status: Any) -> Any:
+        # One message instead of one per member of the union.
+        if isinstance(status, bool) or not isinstance(status, int | dict):
+            raise ValueError("status is a code such as 503, or weights such as {500: 1, 503: 3}")
+        return status
+
+    @field_validator("status")
+    @classmethod
+    def _server_errors(cls, status: int | dict[int, float]) -> int | dict[int, float]:
+        codes = [status] if isinstance(status, int) else list(status)
+        if not codes:
+            raise ValueError("status mix is empty; give a code such as 503 or {500: 1, 503: 3}")
+        bad = [c for c in codes if not 500 <= c <= 599]
+        if bad:
+            raise ValueError(
+                f"status {', '.join(map(str, bad))} is not a 5xx (500-599); "
+                f"a business 4xx is type reject"
+            )
+        if isinstance(status, dict):
+            weightless = [f"{c}: {w:g}" for c, w in status.items() if not w > 0]
+            if weightless:
+                raise ValueError(f"status weights must be positive, got {', '.join(weightless)}")
+        return status
+
+
+class RejectFault(_FaultBase):
+    """A business refusal (4xx): a client must not retry it and a breaker must not count it."""
+
+    type: Literal["reject"]
+    status: int = Field(402, ge=400, le=499)
+    body: Body | None = Field(None, description='default {"error": "INSUFFICIENT_BALANCE"}')
+    retry_after: Duration | None = Field(None, le=24 * 3600)
+
+
+class ResetFault(_FaultBase):
+    """The gateway resets the TCP connection (RST), before or after reading the request body."""
+
+    type: Literal["reset"]
+    when: Literal["before-body", "after-body"] = "before-body"
+
+
+class RefuseFault(_FaultBase):
+    """The gateway stops listening for the phase (connection refused) and comes back after it."""
+
+    type: Literal["refuse"]
+
+    @model_validator(mode="after")
+    def _whole_listener(self) -> RefuseFault:
+        if self.probability != 1.0 or self.match is not None:
+            raise ValueError(
+                "refuse takes the whole listener down, so probability and match do not apply "
+                "(for a share of calls, use type reset)"
+            )
+        return self
+
+
+class MalformedFault(_FaultBase):
+    """An answer HTTP cannot parse: nothing at all, random bytes, or a body cut short."""
+
+    type: Literal["malformed"]
+    kind: Literal["empty", "garbage", "truncated"]
+
+
+class SlowBodyFault(_FaultBase):
+    """Status and headers at once, then the body dribbled in ``chunks`` pieces over ``duration``."""
+
+    type: Literal["slow-body"]
+    duration: Duration = Field(gt=0, le=HANG_LIMIT_S)
+    chunks: int = Field(10, ge=1, le=10_000)
+
+
+Fault = Annotated[
+    HealthyFault
+    | LatencyFault
+    | TimeoutFault
+    | ErrorFault
+    | RejectFault
+    | ResetFault
+    | RefuseFault
+    | MalformedFault
+    | SlowBodyFault,
+    Field(discriminator="type"),
+]
+
+
+def _check_combination(faults: list[Fault]) -> None:
+    """Rules for several faults at once (a phase's ``faults:`` or a live override)."""
+    if len(faults) > 1 and any(f.type == "refuse" for f in faults):
+        raise ValueError(
+            "refuse takes the whole listener down and cannot be combined with other faults"
+        )
+
+
+def headline_fault(faults: list[Fault]) -> Fault:
+    """The fault that names a combination in one word: the first that is not ``healthy``."""
+    return next((f for f in faults if f.type != "healthy"), faults[0])
+
+
+class Repeat(StrictModel):
+    """Blips: inside its phase the fault is on only for the first ``for`` of every ``every``."""
+
+    every: Duration = Field(gt=0)
+    for_: Duration = Field(gt=0, alias="for")
+
+    @model_validator(mode="after")
+    def _on_shorter_than_period(self) -> Repeat:
+        if self.for_ >= self.every:
+            raise ValueError(
+                f"for ({self.for_:g}s) must be shorter than every ({self.every:g}s); "
+                f"for a fault on the whole phase, drop repeat"
+            )
+        return self
+
+
+def _healthy() -> Fault:
+    return HealthyFault(type="healthy")
+
+
+class Phase(StrictModel):
+    """A named window of the measured time line with its faults in force.
+
+    Give ``fault`` (one) or ``faults`` (a list, combined in order). Either way
+    ``faults`` holds the whole list and ``fault`` the headline one (the first
+    non-healthy), so code that names a phase by ``fault.type`` keeps working.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    start: Duration
+    duration: Duration = Field(gt=0)
+    fault: Fault = Field(default_factory=_healthy, description="one fault")
+    faults: list[Fault] = Field(
+        default_factory=list, min_length=1, description="several faults, combined in order"
+    )
+    repeat: Repeat | None = None
+
+    @model_validator(mode="after")
+    def _fault_or_faults(self) -> Phase:
+        given = self.model_fields_set
+        if "fault" in given and "faults" in given:
+            raise ValueError("give either fault (one) or faults (a list), not both")
+        if "faults" in given:
+            _check_combination(self.faults)
+            self.fault = headline_fault(self.faults)
+        elif "fault" in given:
+            self.faults = [self.fault]
+        else:
+            raise ValueError("a phase needs fault (one fault) or faults (a list of faults)")
+        return self
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+    @property
+    def label(self) -> str:
+        """The phase's faults in one short name, e.g. ``timeout`` or ``latency+error``."""
+        return "+".join(f.type for f in self.faults)
+
+
+class FaultOverride(StrictModel):
+    """A live override (``PUT /__admin/fault`` or the ``X-Harness-Fault`` header).
+
+    The same fault models as a scenario, minus what needs a phase (``ramp-to``).
+    """
+
+    faults: list[Fault] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _valid_without_a_phase(self) -> FaultOverride:
+        _check_combination(self.faults)
+        if any(isinstance(f, LatencyFault) and f.ramp_to is not None for f in self.faults):
+            raise ValueError("ramp-to needs a phase to ramp over; give a fixed delay instead")
+        return self
+
+
+class PgSchedule(StrictModel):
+    """The payment gateway the harness plays: its fault schedule (a scenario's ``pg:``)."""
+
+    phases: list[Phase] = Field(default_factory=list)
+
+    @field_validator("phases")
+    @classmethod
+    def _no_overlap(cls, phases: list[Phase]) -> list[Phase]:
+        return ordered_phases(phases)

@@ -1,0 +1,71 @@
+"""The gateway's one command line: ``python -m harness.pg`` and ``harness pg`` parse alike.
+
+In-process checks of the parser and the exit codes; the processes themselves
+are started in test_integration_pg.py.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.gateway.main import STANDALONE_PORT, main, parser
+from tests.conftest import pg_scenario
+
+
+def test_the_orchestrator_and_a_person_get_different_defaults() -> None:
+    process = parser().parse_args(["--scenario", "s.yaml"])
+    assert (process.port, process.t0, process.fd, process.timer) == (0, None, None, "timerfd")
+    alone = parser("harness pg", standalone=True).parse_args(["--scenario", "s.yaml"])
+    assert alone.port == STANDALONE_PORT == 8089
+    assert abs(alone.t0 - time.time()) < 5  # the schedule's clock starts now
+    given = parser().parse_args(["--scenario", "s.yaml", "--t0", "12.5", "--port", "7"])
+    assert (given.t0, given.port) == (12.5, 7)
+
+
+def _exit_code(argv: list[str]) -> int | str | None:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    return caught.value.code
+
+
+def test_bad_input_exits_2_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = pg_scenario(tmp_path, "{type: healthy}")
+    assert _exit_code(["--scenario", str(scenario), "--host", "0.0.0.0"]) == 2
+    assert "only binds loopback" in capsys.readouterr().err
+    bad = pg_scenario(tmp_path, "{type: error, status: 404}", "bad")
+    assert _exit_code(["--scenario", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"error {bad}:8:" in err and "pg.phases.0.fault.status" in err
+    assert "problem(s) found" in err
+    assert _exit_code(["--port", "0"]) == 2  # --scenario is required
+    assert "--scenario" in capsys.readouterr().err
+
+
+def test_a_port_in_use_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = pg_scenario(tmp_path, "{type: healthy}")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        assert _exit_code(["--scenario", str(scenario), "--port", port]) == 3
+    assert "cannot bind 127.0.0.1" in capsys.readouterr().err
+
+
+def test_harness_pg_and_proxy_forward_to_the_process_parsers() -> None:
+    from harness.cli import app
+
+    runner = CliRunner()
+    pg = runner.invoke(app, ["pg", "--help"])
+    assert pg.exit_code == 0
+    assert "usage: harness pg" in pg.output and "--control-port" in pg.output
+    assert "default 8089" in pg.output
+    proxy = runner.invoke(app, ["proxy", "--help"])
+    assert proxy.exit_code == 0
+    assert "usage: harness proxy" in proxy.output and "--upstream" in proxy.output
+    missing = runner.invoke(app, ["proxy"])
+    assert missing.exit_code == 2

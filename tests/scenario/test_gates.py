@@ -1,0 +1,82 @@
+"""The gate language: grammar, precedence, units, and names checked against the scenario."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.core.errors import ScenarioError
+from harness.scenario.gates import BinOp, GateSyntaxError, Metric, Number, check_gate, parse_gate
+from harness.scenario.loader import load_scenario_text
+
+SCENARIO = """\
+name: g
+duration: 60s
+traffic:
+  payments: {method: POST, path: /api/payments, rate: 5, calls-gateway: true}
+  products: {path: /p, rate: 5}
+pg:
+  phases:
+    - {name: outage, start: 10s, duration: 30s, fault: {type: timeout}}
+builds:
+  before: {profile: retry-only}
+  after: {profile: retry-circuit-breaker}
+"""
+
+
+def test_precedence_units_and_phases() -> None:
+    gate = parse_gate("after.products.p95[outage] <= 0.5 * before.products.p95[outage] + 200ms")
+    assert gate.op == "<="
+    assert gate.left == Metric("after", ("products", "p95"), "outage")
+    assert isinstance(gate.right, BinOp) and gate.right.op == "+"
+    assert gate.right.right == Number(0.2)
+    assert isinstance(gate.right.left, BinOp) and gate.right.left.op == "*"
+    assert parse_gate("after.products.p99 < 2m").right == Number(120.0)
+    assert parse_gate("baseline.after.pg.calls >= 1").left == Metric(
+        "after", ("pg", "calls"), None, baseline=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("after.products.p95 <", "ends too early"),
+        ("after.products.p95 1", "expected a comparison"),
+        ("after < 1", "a figure is written build.figure"),
+        ("after.products.p95 < 1 2", "unexpected"),
+        ("after.products.p95 <= (1 + 2", "expected ')'"),
+        ("after.products.p95 <= __import__('os')", "cannot read"),
+        ("after.products.p95[1] < 2", "expected a phase name"),
+    ],
+)
+def test_syntax_errors_say_what_was_expected(text: str, message: str) -> None:
+    with pytest.raises(GateSyntaxError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_gate(text)
+
+
+def test_names_are_checked_against_the_scenario() -> None:
+    scenario = load_scenario_text(SCENARIO).scenario
+    assert check_gate(parse_gate("after.products.p95[outage] < 1"), scenario) == []
+    assert "unknown build 'aftr'" in check_gate(parse_gate("aftr.products.p95 < 1"), scenario)[0]
+    assert (
+        "unknown phase 'outag'"
+        in check_gate(parse_gate("after.products.p95[outag] < 1"), scenario)[0]
+    )
+    assert (
+        "unknown figure 'products.p96'"
+        in check_gate(parse_gate("after.products.p96 < 1"), scenario)[0]
+    )
+    assert (
+        "not cut by phase" in check_gate(parse_gate("after.time_to_open[outage] < 1"), scenario)[0]
+    )
+
+
+def test_scenario_gates_are_validated_with_lines() -> None:
+    text = (
+        SCENARIO
+        + 'gates:\n  - "after.products.p95 < 1s"\n  - {name: typo, expr: "after.prods.p95 < 1"}\n'
+    )
+    with pytest.raises(ScenarioError) as info:
+        load_scenario_text(text, "g.yaml")
+    (problem,) = info.value.problems
+    assert str(problem).startswith("g.yaml:14:")
+    assert "gates.1" in str(problem) and "unknown figure 'prods.p95'" in str(problem)
