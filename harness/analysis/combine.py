@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.analysis.model import BuildFigures, Change, Flat, WindowFigures
 
-SECTIONS = ("workers", "breaker", "pg", "timeline", "ledger")
+SECTIONS = ("workers", "breaker", "pg", "timeline", "ledger", "resources")
 """Sections whose numeric keys are flattened (``bool`` and nested values are not)."""
 
 
@@ -31,6 +31,9 @@ def _flat_window(figures: BuildFigures | WindowFigures, suffix: str, flat: Flat)
         for q in ("p50", "p95", "p99", "max"):
             flat[f"{ep}.latency_s.{q}{suffix}"] = stats["latency_s"][q]
         flat[f"{ep}.success_pct{suffix}"] = stats["success_pct"]
+        for kept in ("kept_pct", "cached_pct"):  # absent in reports written before them
+            if kept in stats:
+                flat[f"{ep}.{kept}{suffix}"] = stats[kept]
         flat[f"{ep}.achieved_rps{suffix}"] = stats["achieved_rps"]
     # Read as a plain mapping: a report from an older harness may lack a section.
     sections: Mapping[str, object] = figures

@@ -1,106 +1,49 @@
 """Figures of a run, computed from raw samples and raw scrapes (never from averaged stats).
 
-Latency is end minus *intended* start, so a request the generator had to send
-late still counts its wait. Only requests intended inside the measured window
-(after warmup) count. Gauges are summarised over the fault window; counters
-are differenced between scrapes.
+Per-endpoint figures are in ``analysis.endpoints``, the ledger's in
+``analysis.ledger``. Gauges are summarised over the fault window.
+
+Counts over a window come from the most exact record there is. Calls the
+gateway received are counted from its ledger (``pg.parquet``: every call with
+its arrival time), arrivals in [start, end); only a run without a ledger falls
+back to the gateway's scraped counter, and ``pg.source`` says which it was.
+Counters only the target exposes (blocked calls, retries, its own PG calls)
+follow ``series.counter_delta``: read at each edge of the window, linear
+between the scrapes around it. A build's totals cover the measured window
+[t0, t0 + duration), like its phases, so the phases add up to the total.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
 
 from harness.analysis.combine import combine_repetitions, compare
 from harness.analysis.combine import round_figure as _round
+from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats, gauge_summary
+from harness.analysis.ledger import ledger_figures
 from harness.analysis.model import (
     SCHEMA,
     BuildFigures,
     BuildReport,
-    EndpointFigures,
-    LedgerFigures,
-    Percentiles,
+    PgSource,
+    ReplicaFigures,
     Report,
+    ResourceFigures,
     Timeline,
     WindowFigures,
 )
-from harness.analysis.series import BREAKER_STATES, PG_RECEIVED, canonical, preset_named, select
+from harness.analysis.replicas import target_series
+from harness.analysis.series import (
+    BREAKER_STATES,
+    PG_RECEIVED,
+    counter,
+    counter_delta,
+    select,
+)
+from harness.core.selectors import CONTAINER_SOURCE, RESOURCE_SERIES, Selector
 from harness.results.model import BuildResult, RunResult
 from harness.scenario.schema import Scenario
-
-_EPS_S = 1e-5
-QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
-
-
-def measured(samples: pd.DataFrame, t0: float, duration_s: float) -> pd.DataFrame:
-    """Samples intended inside the measured window [t0, t0 + duration): what figures count."""
-    # Intended starts are stored to the microsecond; the tolerance keeps the first one in.
-    start = samples["intended_start"]
-    return samples[(start >= t0 - _EPS_S) & (start < t0 + duration_s - _EPS_S)]
-
-
-def endpoint_stats(
-    samples: pd.DataFrame, start: float, end: float, offered_rps: float
-) -> EndpointFigures:
-    """Requests, rates, success and latency percentiles of samples intended in [start, end)."""
-    window = measured(samples, start, end - start)
-    n = len(window)
-    latency = (window["end"] - window["intended_start"]).dropna()
-    service = (window["end"] - window["actual_start"]).dropna()
-    ok = window["status"].between(200, 399)
-    failed = window.loc[~ok]
-    errors = failed["outcome"].where(failed["outcome"] != "", failed["error"])
-    lateness = window["actual_start"] - window["intended_start"]
-    return {
-        "requests": n,
-        "offered_rps": offered_rps,
-        "achieved_rps": _round(n / max(end - start, 1e-9)),
-        "success_pct": _round(100.0 * ok.mean() if n else None, 2),
-        "errors": {str(k): int(v) for k, v in errors.value_counts().sort_index().items()},
-        "latency_s": _percentiles(latency),
-        "service_time_s": _percentiles(service),
-        "max_lateness_s": _round(lateness.max() if n else None),
-        "unfinished": int(window["end"].isna().sum()),
-    }
-
-
-def _percentiles(values: pd.Series) -> Percentiles:
-    if values.empty:
-        return {"p50": None, "p95": None, "p99": None, "max": None, "mean": None}
-    arr = values.to_numpy(dtype=float)
-    p50, p95, p99 = (_round(float(np.quantile(arr, q))) for q in QUANTILES.values())
-    return {
-        "p50": p50,
-        "p95": p95,
-        "p99": p99,
-        "max": _round(float(arr.max())),
-        "mean": _round(float(arr.mean())),
-    }
-
-
-def counter_delta(series: pd.Series, start: float, end: float) -> float | None:
-    """Increase of a counter between ``start`` and ``end`` (last scrape at or before each)."""
-    if series.empty:
-        return None
-    at_end = series[series.index <= end]
-    if at_end.empty:
-        return None
-    before = series[series.index <= start]
-    base = float(before.iloc[-1]) if not before.empty else 0.0
-    return float(at_end.iloc[-1]) - base
-
-
-def gauge_summary(series: pd.Series, start: float, end: float) -> dict[str, float | None]:
-    window = series[(series.index >= start) & (series.index <= end)]
-    if window.empty:
-        return {"max": None, "mean": None, "p50": None}
-    return {
-        "max": _round(window.max(), 2),
-        "mean": _round(window.mean(), 2),
-        "p50": _round(window.median(), 2),
-    }
 
 
 class BuildSeries:
@@ -113,32 +56,80 @@ class BuildSeries:
         self.samples = samples
         self.by_endpoint = {name: samples[samples["endpoint"] == name] for name in scenario.traffic}
         self.gateway_endpoints = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
-        preset = preset_named(build.preset)
-        empty = pd.DataFrame({"t": [], "series": [], "value": []})
-        canon = canonical(metrics, preset) if len(metrics) else empty
-        self.series = {
-            name: pd.Series(rows["value"].to_numpy(), index=rows["t"].to_numpy(), dtype=float)
-            for name, rows in canon.groupby("series")
-        }
+        target = target_series(metrics, build.info)
+        self.missing = target.missing
+        """Canonical series that never appeared -> why (``series.map_canonical``)."""
+        self.series = target.series
+        """The target's canonical series; a replicated build's summed over its replicas."""
+        self.replicas = target.replicas
+        """Each replica's own canonical series (``analysis.replicas``); empty: one process."""
         self.received = (
-            select(metrics, "pg", PG_RECEIVED) if len(metrics) else pd.Series(dtype=float)
+            counter(metrics, "pg", PG_RECEIVED) if len(metrics) else pd.Series(dtype=float)
         )
+        self.resources = {
+            name: select(metrics, CONTAINER_SOURCE, Selector(series))
+            if len(metrics)
+            else pd.Series(dtype=float)
+            for name, series in RESOURCE_SERIES.items()
+        }
+        """What the build's container cost (``cpu_pct``, ``memory_bytes``), from the Docker
+        Engine's stats; empty for a build that ran in no container."""
+        self.arrivals = np.sort(build.ledger["arrival"].to_numpy(dtype=float))
+        self.pg_source: PgSource | None = (
+            "ledger" if len(self.arrivals) else "metrics" if not self.received.empty else None
+        )
+        """Where gateway calls are counted from: the ledger when there is one."""
 
     def get(self, name: str) -> pd.Series:
         return self.series.get(name, pd.Series(dtype=float))
+
+    def states(self) -> list[pd.Series]:
+        """The breaker's state codes: one series per replica (each has its own breaker)."""
+        if not self.replicas:
+            return [self.get("breaker_state")]
+        return [r.get("breaker_state", pd.Series(dtype=float)) for r in self.replicas]
+
+    def counted(self, name: str, start: float, end: float) -> float | None:
+        """How much counter ``name`` grew in [start, end]; a replicated build's is the sum
+        of its replicas' counts, each rounded to a whole count as their figures are."""
+        if not self.replicas:
+            return counter_delta(self.get(name), start, end)
+        counts = [_count(r, name, start, end) for r in self.replicas]
+        return None if any(c is None for c in counts) else sum(c or 0.0 for c in counts)
+
+    def open_pct(self, start: float, end: float) -> float | None:
+        """% of scrapes in [start, end] with the breaker open; with replicas, the mean of
+        theirs (the share of replica time spent open)."""
+        return _open_pct(self.states(), start, end)
+
+    def time_to_open(self, fault_start: float) -> float | None:
+        """Seconds from ``fault_start`` to the first scrape with a breaker open (the first
+        replica's to open, with replicas)."""
+        return _time_to_open(self.states(), fault_start)
+
+    def gateway_calls(self, start: float, end: float) -> float | None:
+        """Calls the gateway received in [start, end): ledger arrivals, else its counter."""
+        if self.pg_source == "ledger":
+            first, stop = np.searchsorted(self.arrivals, [start, end], side="left")
+            return float(stop - first)
+        return counter_delta(self.received, start, end)
 
     def window(self, start_s: float, end_s: float) -> WindowFigures:
         """Figures of requests intended, and of scrapes taken, in [t0+start_s, t0+end_s)."""
         start, end = self.t0 + start_s, self.t0 + end_s
         endpoints = {
-            name: endpoint_stats(self.by_endpoint[name], start, end, ep.rate)
-            for name, ep in self.scenario.traffic.items()
+            # Offered: the rate's mean over the window (a ramp's, or the constant rate).
+            name: endpoint_stats(
+                self.by_endpoint[name],
+                start,
+                end,
+                _round(self.scenario.offered_rps(name, start_s, end_s)) or 0.0,
+            )
+            for name in self.scenario.traffic
         }
         busy = gauge_summary(self.get("busy_workers"), start, end)
-        state = self.get("breaker_state")
-        in_window = state[(state.index >= start) & (state.index <= end)]
-        blocked = counter_delta(self.get("blocked_calls"), start, end) if not state.empty else 0.0
-        calls = counter_delta(self.received, start, end)
+        blocked = self.counted("blocked_calls", start, end)
+        calls = self.gateway_calls(start, end)
         payments = sum(endpoints[n]["requests"] for n in self.gateway_endpoints)
         return {
             "endpoints": endpoints,
@@ -149,13 +140,10 @@ class BuildSeries:
             },
             "breaker": {
                 "blocked": _round(blocked, 0),
-                "blocked_per_s": _round((blocked or 0.0) / max(end - start, 1e-9), 2),
-                "open_pct": _round(
-                    100.0 * float((in_window == BREAKER_STATES["open"]).mean())
-                    if len(in_window)
-                    else None,
-                    1,
-                ),
+                "blocked_per_s": _round(blocked / max(end - start, 1e-9), 2)
+                if blocked is not None
+                else None,
+                "open_pct": self.open_pct(start, end),
             },
             "pg": {
                 "calls": _round(calls, 0),
@@ -176,10 +164,8 @@ class BuildSeries:
                 "blocked_pct_healthy": self._blocked_pct_healthy(),
             }
         fs, fe = self.t0 + fault[0], self.t0 + fault[1]
-        state = self.get("breaker_state")
-        opened = state[(state.index >= fs) & (state == BREAKER_STATES["open"])]
         return {
-            "time_to_open_s": _round(float(opened.index[0]) - fs, 2) if len(opened) else None,
+            "time_to_open_s": self.time_to_open(fs),
             "time_to_recover_s": self._time_to_recover(fe),
             "blocked_pct_healthy": self._blocked_pct_healthy(),
         }
@@ -211,7 +197,7 @@ class BuildSeries:
         """Share of gateway requests refused by the breaker while the gateway was healthy."""
         s = self._gateway_samples()
         t = s["intended_start"] - self.t0
-        healthy = (t >= -_EPS_S) & (t < self.scenario.duration - _EPS_S)
+        healthy = (t >= -EPS_S) & (t < self.scenario.duration - EPS_S)
         for phase in self.scenario.pg.phases:
             if phase.fault.type != "healthy":
                 healthy &= ~((t >= phase.start) & (t < phase.end))
@@ -219,41 +205,6 @@ class BuildSeries:
         if not n:
             return None
         return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
-
-
-def ledger_figures(ledger: pd.DataFrame, payments: pd.DataFrame) -> LedgerFigures | None:
-    """Duplicate calls per payment and the reconciliation of gateway and target records.
-
-    Covers the whole run (warmup and drain included): a payment approved at the
-    gateway but recorded FAILED or TIMEOUT_UNKNOWN by the target is a consistency
-    hole whenever it happens (seed 002).
-    """
-    if ledger.empty:
-        return None
-    per_key = ledger.groupby("key").size()
-    approved = set(ledger.loc[ledger["decision"] == "approved", "key"])
-    out: LedgerFigures = {
-        "calls": len(ledger),
-        "keys": len(per_key),
-        "duplicate_keys": int((per_key > 1).sum()),
-        "max_calls_per_key": int(per_key.max()),
-        "client_gone": int(ledger["client_gone"].sum()),
-        "approved_at_gateway": len(approved),
-    }
-    if not payments.empty:
-        recorded = payments.set_index("idempotency_key")["status"]
-        status_of_approved = recorded[recorded.index.isin(approved)]
-        out["reconciliation"] = {
-            "payments_recorded": len(recorded),
-            "approved_both": int((status_of_approved == "APPROVED").sum()),
-            "approved_but_failed": int((status_of_approved == "FAILED").sum()),
-            "approved_but_unknown": int((status_of_approved == "TIMEOUT_UNKNOWN").sum()),
-            "approved_but_pending": int((status_of_approved == "PENDING").sum()),
-            "recorded_approved_not_at_gateway": int(
-                ((recorded == "APPROVED") & ~recorded.index.isin(approved)).sum()
-            ),
-        }
-    return out
 
 
 def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
@@ -264,9 +215,9 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     fault_window = scenario.fault_window() or (0.0, duration)
     fault = data.window(*fault_window)
     max_workers = data.get("max_workers")
-    received = counter_delta(data.received, data.t0, math.inf)
-    has_breaker = not data.get("breaker_state").empty
-    return {
+    end = data.t0 + duration
+    has_breaker = any(not state.empty for state in data.states())
+    figures: BuildFigures = {
         "t0": data.t0,
         "endpoints": whole["endpoints"],
         "workers": {
@@ -277,32 +228,168 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         },
         "breaker": {
             "present": has_breaker,
-            # Counted from the window's start to the last scrape: calls refused while draining
-            # belong to the measured requests too.
-            "blocked_total": _round(counter_delta(data.get("blocked_calls"), data.t0, math.inf), 0)
-            if has_breaker
-            else 0,
+            "blocked_total": whole["breaker"]["blocked"],
             "blocked_fault": fault["breaker"]["blocked"],
             "blocked_per_s_fault": fault["breaker"]["blocked_per_s"],
             "open_pct_fault": fault["breaker"]["open_pct"],
         },
         "pg": {
-            "calls": _round(received, 0),
+            "source": data.pg_source,
+            "calls": whole["pg"]["calls"],
             "calls_fault": fault["pg"]["calls"],
-            "target_calls": _round(counter_delta(data.get("pg_calls"), data.t0, math.inf), 0),
-            "retries": _round(counter_delta(data.get("retries"), data.t0, math.inf), 0),
+            "target_calls": _round(data.counted("pg_calls", data.t0, end), 0),
+            "retries": _round(data.counted("retries", data.t0, end), 0),
             "payments": whole["pg"]["payments"],
-            "amplification": _ratio(received, whole["pg"]["payments"]),
+            "amplification": whole["pg"]["amplification"],
             "amplification_fault": fault["pg"]["amplification"],
         },
         "timeline": data.timeline(),
         "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
         "ledger": ledger_figures(build.ledger, build.payments),
     }
+    resources = resource_figures(
+        data, (data.t0, end), (data.t0 + fault_window[0], data.t0 + fault_window[1])
+    )
+    if resources is not None:  # a docker build: what its container cost
+        figures["resources"] = resources
+    if data.replicas:  # replicas: N: each replica's own figures (the build's are their sums)
+        figures["replicas"] = replica_figures(
+            data, build.payments, (data.t0 + fault_window[0], data.t0 + fault_window[1])
+        )
+    missing = not_measured(data)
+    if missing:  # only when something was not: a fully measured build reads as before
+        figures["not_measured"] = missing
+    return figures
 
 
-def _ratio(num: float | None, den: float | None) -> float | None:
-    return _round(num / den, 3) if num is not None and den else None
+def _count(series: dict[str, pd.Series], name: str, start: float, end: float) -> float | None:
+    """One replica's count of counter ``name`` over [start, end], to a whole count."""
+    return _round(counter_delta(series.get(name, pd.Series(dtype=float)), start, end), 0)
+
+
+def _open_pct(states: list[pd.Series], start: float, end: float) -> float | None:
+    shares = []
+    for state in states:
+        in_window = state[(state.index >= start) & (state.index <= end)]
+        if len(in_window):
+            shares.append(float((in_window == BREAKER_STATES["open"]).mean()))
+    return _round(100.0 * float(np.mean(shares)), 1) if shares else None
+
+
+def _time_to_open(states: list[pd.Series], fault_start: float) -> float | None:
+    firsts = []
+    for state in states:
+        opened = state[(state.index >= fault_start) & (state == BREAKER_STATES["open"])]
+        if len(opened):
+            firsts.append(float(opened.index[0]))
+    return _round(min(firsts) - fault_start, 2) if firsts else None
+
+
+def replica_figures(
+    data: BuildSeries, payments: pd.DataFrame, fault: tuple[float, float]
+) -> dict[str, ReplicaFigures]:
+    """Each replica's own figures, by its index: its pool over the fault window, its
+    breaker, its calls to the gateway over the measured window, the payments it recorded.
+
+    Counts are the ones the build's figures sum (``BuildSeries.counted``).
+    """
+    start, end = data.t0, data.t0 + data.scenario.duration
+    out: dict[str, ReplicaFigures] = {}
+    for i, series in enumerate(data.replicas):
+        empty = pd.Series(dtype=float)
+        busy = gauge_summary(series.get("busy_workers", empty), *fault)
+        pool = series.get("max_workers", empty)
+        state = series.get("breaker_state", empty)
+        blocked_fault = _count(series, "blocked_calls", *fault)
+        recorded = None
+        if "replica" in payments.columns:
+            recorded = int((payments["replica"] == i).sum())
+        out[str(i)] = {
+            "workers": {
+                "max_workers": _round(pool.max(), 0) if not pool.empty else None,
+                "busy_max_fault": busy["max"],
+                "busy_mean_fault": busy["mean"],
+                "busy_p50_fault": busy["p50"],
+            },
+            "breaker": {
+                "present": not state.empty,
+                "blocked_total": _count(series, "blocked_calls", start, end),
+                "blocked_fault": blocked_fault,
+                "blocked_per_s_fault": _round(blocked_fault / max(fault[1] - fault[0], 1e-9), 2)
+                if blocked_fault is not None
+                else None,
+                "open_pct_fault": _open_pct([state], *fault),
+                "time_to_open_s": _time_to_open([state], fault[0])
+                if data.scenario.fault_window() is not None
+                else None,
+            },
+            "pg": {
+                "target_calls": _count(series, "pg_calls", start, end),
+                "retries": _count(series, "retries", start, end),
+            },
+            "payments_recorded": recorded,
+        }
+    return out
+
+
+def resource_figures(
+    data: BuildSeries, whole: tuple[float, float], fault: tuple[float, float]
+) -> ResourceFigures | None:
+    """CPU (mean, max) and memory (max) of the build's container over the measured window
+    and the fault window; ``None`` when no container's stats were scraped."""
+    cpu, memory = data.resources["cpu_pct"], data.resources["memory_bytes"]
+    if cpu.empty and memory.empty:
+        return None
+
+    def cut(series: pd.Series, window: tuple[float, float]) -> pd.Series:
+        return series[(series.index >= window[0]) & (series.index <= window[1])]
+
+    def stat(series: pd.Series, how: str, window: tuple[float, float]) -> float | None:
+        values = cut(series, window)
+        if values.empty:
+            return None
+        return _round(float(values.mean() if how == "mean" else values.max()), 2)
+
+    return {
+        "cpu_pct_mean": stat(cpu, "mean", whole),
+        "cpu_pct_max": stat(cpu, "max", whole),
+        "memory_bytes_max": stat(memory, "max", whole),
+        "cpu_pct_mean_fault": stat(cpu, "mean", fault),
+        "cpu_pct_max_fault": stat(cpu, "max", fault),
+        "memory_bytes_max_fault": stat(memory, "max", fault),
+    }
+
+
+NOT_MEASURED_FIGURES = {
+    "busy_workers": ("workers.busy_max_fault", "workers.busy_mean_fault", "workers.busy_p50_fault"),
+    "max_workers": ("workers.max_workers",),
+    "blocked_calls": (
+        "breaker.blocked_total",
+        "breaker.blocked_fault",
+        "breaker.blocked_per_s_fault",
+    ),
+    "breaker_state": ("breaker.open_pct_fault", "timeline.time_to_open_s"),
+    "pg_calls": ("pg.target_calls",),
+    "retries": ("pg.retries",),
+}
+"""The figures read from each canonical series (their phase figures follow them)."""
+
+
+def not_measured(data: BuildSeries) -> dict[str, str]:
+    """Figures whose series never appeared -> why, naming what the source did expose.
+
+    Such a figure is None in the report (``-`` in tables), never 0.
+    """
+    out = {
+        figure: f"{series}: {reason}"
+        for series, reason in data.missing.items()
+        for figure in NOT_MEASURED_FIGURES.get(series, ())
+    }
+    if data.pg_source is None:
+        why = "pg: neither the gateway's ledger nor its scraped counter recorded a call"
+        for figure in ("pg.calls", "pg.calls_fault", "pg.amplification", "pg.amplification_fault"):
+            out[figure] = why
+    return out
 
 
 def analyse(run: RunResult, scenario: Scenario) -> Report:
@@ -329,15 +416,7 @@ def analyse(run: RunResult, scenario: Scenario) -> Report:
             {"name": p.name, "start_s": p.start, "end_s": p.end, "fault": p.label}
             for p in scenario.pg.phases
         ],
-        "endpoints": {
-            name: {
-                "method": ep.method,
-                "path": ep.path,
-                "rate": ep.rate,
-                "calls_gateway": ep.calls_gateway,
-            }
-            for name, ep in scenario.traffic.items()
-        },
+        "endpoints": {name: endpoint_info(scenario, name) for name in scenario.traffic},
         "baseline": baseline,
         "builds": {
             name: _build_report(scenario.builds[name].profile, status[name], fig)

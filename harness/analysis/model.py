@@ -19,7 +19,10 @@ from typing import Literal, NotRequired, TypedDict, cast
 SCHEMA = "harness.report/1"
 """The value of ``report.json``'s ``schema`` key; changes only when a key's meaning does."""
 
-Section = Literal["workers", "breaker", "pg", "timeline", "ledger"]
+PgSource = Literal["ledger", "metrics"]
+"""Where gateway calls were counted from: the gateway's ledger, else its scraped counter."""
+
+Section = Literal["workers", "breaker", "pg", "timeline", "ledger", "resources"]
 """Sections of a build's figures whose numeric keys are compared and gated."""
 
 
@@ -40,6 +43,11 @@ class EndpointFigures(TypedDict):
     offered_rps: float
     achieved_rps: float | None
     success_pct: float | None
+    kept_pct: NotRequired[float | None]
+    """Service kept (seed 004): % of requests answered 2xx, fresh or from a cache."""
+    cached_pct: NotRequired[float | None]
+    """% of requests answered from the target's cache (it said ``X-Outcome: cached``).
+    Both are absent in reports written before them."""
     errors: dict[str, float]
     """Outcome (or error) of failed requests -> count."""
     latency_s: Percentiles
@@ -64,6 +72,7 @@ class WindowBreaker(TypedDict):
 
 class WindowPg(TypedDict):
     calls: float | None
+    """Calls the gateway received in the window (by arrival time), from ``PgFigures.source``."""
     payments: float
     amplification: float | None
 
@@ -93,15 +102,60 @@ class BreakerFigures(TypedDict):
 
 
 class PgFigures(TypedDict):
+    source: NotRequired[PgSource | None]
+    """Where ``calls`` (here and per phase) and so ``amplification`` were counted from;
+    None when neither the ledger nor the gateway's counter recorded anything. Reports
+    written before this key counted from the gateway's counter."""
     calls: float | None
-    """Calls the gateway received, from the measured window's start on."""
+    """Calls the gateway received in the measured window [t0, t0 + duration), by arrival."""
     calls_fault: float | None
     target_calls: float | None
-    """Calls as the target counted them."""
+    """Calls as the target counted them, over the measured window."""
     retries: float | None
     payments: float
     amplification: float | None
     amplification_fault: float | None
+
+
+class ResourceFigures(TypedDict):
+    """What the build's container cost, from the Docker Engine's stats of it (``docker``
+    builds): CPU in % of one core, memory in bytes; the whole measured window, and the
+    fault window (``_fault``)."""
+
+    cpu_pct_mean: float | None
+    cpu_pct_max: float | None
+    memory_bytes_max: float | None
+    cpu_pct_mean_fault: float | None
+    cpu_pct_max_fault: float | None
+    memory_bytes_max_fault: float | None
+
+
+class ReplicaBreaker(TypedDict):
+    """One replica's own breaker (each replica of a build has one)."""
+
+    present: bool
+    blocked_total: float | None
+    blocked_fault: float | None
+    blocked_per_s_fault: float | None
+    open_pct_fault: float | None
+    time_to_open_s: float | None
+
+
+class ReplicaPg(TypedDict):
+    """One replica's calls to the gateway, as it counted them, over the measured window."""
+
+    target_calls: float | None
+    retries: float | None
+
+
+class ReplicaFigures(TypedDict):
+    """One replica of a build with ``replicas: N``: its own pool, breaker and calls."""
+
+    workers: WorkerFigures
+    breaker: ReplicaBreaker
+    pg: ReplicaPg
+    payments_recorded: float | None
+    """Payment records in the replica's own database (the whole run): the requests it got."""
 
 
 class Timeline(TypedDict):
@@ -145,6 +199,16 @@ class BuildFigures(TypedDict):
     timeline: Timeline
     phases: dict[str, WindowFigures]
     ledger: LedgerFigures | None
+    resources: NotRequired[ResourceFigures]
+    """Only when the build ran in a container whose stats were scraped (``docker``)."""
+    replicas: NotRequired[dict[str, ReplicaFigures]]
+    """Only for a build with ``replicas: N`` (N > 1): each replica's figures by its index
+    (``"0"``, ``"1"``, ...). The build's own figures are read across them: busy and max
+    workers summed per scrape round, counts the exact sums of the replicas' counts,
+    ``open_pct`` the mean of theirs, ``time_to_open_s`` the first replica's to open."""
+    not_measured: NotRequired[dict[str, str]]
+    """Figure (dotted, as in ``comparison``) -> why it is None: the series it is read from
+    never appeared, with the series the target did expose. Absent in older reports."""
     repetitions: NotRequired[int]
     """With ``--repeat N``: N, and every number is the mean of N repetitions."""
     ci95: NotRequired[dict[str, list[float | None]]]
@@ -169,6 +233,9 @@ class EndpointInfo(TypedDict):
     method: str
     path: str
     rate: float
+    """Requests per second; with stages, the mean over the measured window."""
+    shape: NotRequired[str]
+    """The traffic in words: ``35/s``, ``stages 0 -> 200/s, poisson`` (absent in older reports)."""
     calls_gateway: bool
 
 

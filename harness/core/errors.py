@@ -8,7 +8,9 @@
      │    ├── AddressError      an address malformed or off loopback (harness.core.net)
      │    └── ProxyConfigError  an address or toxic the proxy refuses (harness.proxy.toxics)
      └── RunError               the run itself failed                -> exit 3
-          └── ProcessDied       a process the run started exited early
+          ├── ProcessDied       a process the run started exited early
+          └── WriteError        a results file cannot be written, "disk full: ..." when
+                                that is why (harness.results.io)
 
 The library raises these and never exits; only ``harness.cli`` picks exit codes.
 Two ``ValueError`` subclasses stay outside the tree because they never reach

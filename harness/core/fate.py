@@ -13,5 +13,7 @@ import hashlib
 
 def fate(seed: int, key: str, attempt: int, salt: str = "") -> float:
     """A uniform number in [0, 1) fixed by (seed, key, attempt, salt): the call's fate."""
-    digest = hashlib.sha256(f"{seed}\x1f{key}\x1f{attempt}\x1f{salt}".encode()).digest()
+    text = f"{seed}\x1f{key}\x1f{attempt}\x1f{salt}"
+    # surrogatepass: a key from raw header bytes that are not UTF-8 has a fate too.
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64

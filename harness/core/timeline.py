@@ -33,7 +33,7 @@ def ordered_phases(phases: list[T]) -> list[T]:
     """Phases sorted by start; raise ``ValueError`` if two overlap or share a name."""
     ordered = sorted(phases, key=lambda p: p.start)
     for a, b in zip(ordered, ordered[1:], strict=False):
-        if b.start < a.end:
+        if b.start < a.end - 1e-9:  # 8.188 + 1.438 is 9.626000000000001: still adjacent
             raise ValueError(f"phase {b.name!r} starts before phase {a.name!r} ends")
     dupes = sorted(name for name, n in Counter(p.name for p in phases).items() if n > 1)
     if dupes:

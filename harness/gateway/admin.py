@@ -8,11 +8,17 @@ The admin API answers loopback callers only:
 - ``GET /__admin/status``: t0, elapsed, phase, headline fault, override, listening;
 - ``GET``/``PUT /__admin/fault``: the phase in force, or install an override for every call;
 - ``POST /__admin/reset[?counters=1]``: remove the override (and the attempt counts).
+
+Malformed input is answered 400; every answer is strict JSON (no ``NaN``).
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 import time
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import generate_latest
@@ -20,13 +26,36 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from harness.core.net import is_loopback
 from harness.gateway.decide import fault_on
-from harness.gateway.overrides import OverrideError, fault_json, parse_override
+from harness.gateway.overrides import OverrideError, fault_json, load_json, parse_override
 from harness.gateway.server import Gateway
+
+_dumps = functools.partial(json.dumps, allow_nan=False)
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    """A JSON answer that is valid JSON: a NaN or infinity raises instead of being sent."""
+    return web.json_response(data, status=status, dumps=_dumps)
 
 
 def _loopback_only(request: web.Request) -> None:
     if not is_loopback(request.remote):
         raise web.HTTPForbidden(text="the admin API answers loopback callers only")
+
+
+def _t0(data: Any) -> float:
+    """``t0`` from a ``/__admin/start`` body: finite Unix seconds (a number); now if absent."""
+    if not isinstance(data, dict) or "t0" not in data:
+        return time.time()
+    value = data["t0"]
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"t0 must be a number of Unix seconds, not {type(value).__name__}")
+    try:
+        t0 = float(value)
+    except (ValueError, OverflowError):
+        raise ValueError(f"t0 must be a number of Unix seconds, not {value!r}") from None
+    if not math.isfinite(t0):
+        raise ValueError(f"t0 must be a finite number of Unix seconds, not {value!r}")
+    return t0
 
 
 class Admin:
@@ -53,26 +82,23 @@ class Admin:
         )
 
     async def health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "UP"})
+        return _json({"status": "UP"})
 
     async def start(self, request: web.Request) -> web.Response:
         _loopback_only(request)
         g = self.gateway
         try:
-            data = await request.json()
-            g.t0 = float(data.get("t0", time.time())) if isinstance(data, dict) else time.time()
-        except (ValueError, TypeError):
-            return web.json_response(
-                {"error": 'body must be JSON such as {"t0": 1.7e9}'}, status=400
-            )
+            g.t0 = _t0(load_json(await request.read()))
+        except ValueError as exc:
+            return _json({"error": f'body must be JSON such as {{"t0": 1.7e9}} ({exc})'}, 400)
         g.changed.set()
-        return web.json_response({"t0": g.t0})
+        return _json({"t0": g.t0})
 
     async def status(self, request: web.Request) -> web.Response:
         _loopback_only(request)
         g = self.gateway
         phase = g.current_phase()
-        return web.json_response(
+        return _json(
             {
                 "t0": g.t0,
                 "elapsed_s": g.elapsed(),
@@ -88,7 +114,7 @@ class Admin:
         g = self.gateway
         t = g.elapsed()
         phase = g.current_phase()
-        return web.json_response(
+        return _json(
             {
                 "t0": g.t0,
                 "elapsed_s": t,
@@ -111,17 +137,17 @@ class Admin:
         _loopback_only(request)
         g = self.gateway
         try:
-            data = await request.json()
-        except ValueError:
-            return web.json_response({"error": "body must be JSON"}, status=400)
+            data = load_json(await request.read())
+        except ValueError as exc:
+            return _json({"error": f"body must be JSON ({exc})"}, 400)
         try:
             faults = parse_override(data, allow_refuse=g.has_control)
         except OverrideError as exc:
-            return web.json_response({"error": str(exc)}, status=400)
+            return _json({"error": str(exc)}, 400)
         g.override = faults
         g.override_since = time.time()
         g.changed.set()
-        return web.json_response({"override": [fault_json(f) for f in faults]})
+        return _json({"override": [fault_json(f) for f in faults]})
 
     async def reset(self, request: web.Request) -> web.Response:
         _loopback_only(request)
@@ -132,4 +158,4 @@ class Admin:
         if counters:
             g.attempts.clear()
         g.changed.set()
-        return web.json_response({"override": None, "counters_cleared": counters})
+        return _json({"override": None, "counters_cleared": counters})

@@ -43,6 +43,9 @@ ActionKind = Literal["respond", "hang", "reset", "malformed", "slow-body"]
 Decision = Literal["approved", "declined", "error", "none"]
 
 APPROVE_PATH = "/v1/payments/approve"
+CATALOGUE_PREFIX = "/v1/catalogue/products/"
+"""Product reads: ``GET /v1/catalogue/products/{id}`` (the faults apply to them too)."""
+CATALOGUE_ROUTE = CATALOGUE_PREFIX + r"{id:\d{1,18}}"
 DEFAULT_ERROR_BODY: dict[str, Any] = {"error": "gateway failure", "fault": "error"}
 DEFAULT_REJECT_BODY: dict[str, Any] = {"error": "INSUFFICIENT_BALANCE"}
 
@@ -124,8 +127,31 @@ def sample_delay(fault: LatencyFault | LatencyComponent, rng: random.Random) -> 
     return rng.lognormvariate(math.log(fault.median), fault.sigma)
 
 
+def catalogue_key(product_id: int, request_id: str = "") -> str:
+    """The key a product read's fate and attempt count go by: the product, and the request
+    (its ``Idempotency-Key`` or ``X-Request-Id``) when it names one.
+
+    With a request id, every read has its own fate and a retry of it is attempt 2, so
+    two builds sending the same requests meet the same failures. Without one, the
+    product's reads count up together (attempt N is its Nth read), and fates follow
+    how many reads of it reached the gateway before.
+    """
+    key = f"product-{product_id}"
+    return f"{key}/{request_id}" if request_id else key
+
+
+def catalogue_product(product_id: int) -> dict[str, Any]:
+    """The catalogue's answer for a product: fixed by its id (the shop's own products agree)."""
+    return {
+        "id": product_id,
+        "name": f"product-{product_id}",
+        "price": 1000 + product_id % 97 * 100,
+    }
+
+
 def matches(match: Match | None, call: Call) -> bool:
-    """Whether a partial fault applies to this call (no ``match``: every call)."""
+    """Whether a partial fault applies to this call (no ``match``: every call, on every
+    route the gateway serves: approve calls and product reads alike)."""
     if match is None:
         return True
     if match.path is not None and not (

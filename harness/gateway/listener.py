@@ -16,17 +16,20 @@ import time
 
 from aiohttp import web
 
-from harness.core.net import BACKLOG, reset
+from harness.core.net import BACKLOG, OpenFiles, reset
 from harness.gateway.server import Gateway
 
 
 class MainListener:
     """The approve listener of one gateway: open, or closed with its port held."""
 
-    def __init__(self, runner: web.AppRunner, sock: socket.socket, gateway: Gateway) -> None:
+    def __init__(
+        self, runner: web.AppRunner, sock: socket.socket, gateway: Gateway, files: OpenFiles
+    ) -> None:
         self._runner = runner
         self._sock: socket.socket | None = sock
         self._gateway = gateway
+        self._files = files
         self._family = sock.family
         self._address = sock.getsockname()[:2]
         self._site: web.SockSite | None = None
@@ -42,6 +45,7 @@ class MainListener:
             self._sock = await self._hold_port()
             if self._sock is None:
                 return
+        self._sock = self._files.guard(self._sock)  # one line, not a traceback, at the fd limit
         self._sock.listen(BACKLOG)
         site = web.SockSite(self._runner, self._sock, backlog=BACKLOG)
         await site.start()

@@ -4,30 +4,27 @@ The orchestrator starts ``python -m harness.pg --fd N --control-fd M --ledger F`
 on sockets it bound, and starts the time line later (``POST /__admin/start``);
 ``harness pg`` forwards its arguments here with ``standalone=True``: port 8089
 and the schedule's clock starting now, for a person running the gateway alone.
-Exit codes: 2 bad input, 3 a port cannot be bound.
+Exit codes: 2 bad input (an option, the scenario), 3 a port cannot be bound or
+the ledger cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.core.errors import InputError, RunError
-from harness.core.net import BACKLOG, is_loopback
-from harness.core.serving import exit_for
+from harness.core.net import BACKLOG, fd_arg, inherited_socket, is_loopback, port_arg
+from harness.core.serving import exit_for, t0_arg
 from harness.gateway.app import serve
 from harness.gateway.server import Gateway
 from harness.scenario.loader import load_scenario
 
 STANDALONE_PORT = 8089
-
-
-def _t0(text: str) -> float:
-    """``--t0``: Unix seconds, or ``now``."""
-    return time.time() if text == "now" else float(text)
 
 
 def parser(
@@ -37,35 +34,36 @@ def parser(
     p = argparse.ArgumentParser(
         prog=prog,
         description="Run the fault-injecting payment gateway (loopback only): POST "
-        "/v1/payments/approve answers as the scenario's pg.phases say; GET /metrics, "
+        "/v1/payments/approve and GET /v1/catalogue/products/{id} answer as the scenario's "
+        "pg.phases say; GET /metrics, "
         "GET/PUT /__admin/fault and POST /__admin/reset steer and observe it.",
     )
     p.add_argument(
         "--scenario", required=True, metavar="FILE", help="serve this scenario's pg.phases"
     )
     p.add_argument(
-        "--fd", type=int, metavar="FD", help="an already bound, listening socket to serve on"
+        "--fd", type=fd_arg, metavar="FD", help="an already bound, listening socket to serve on"
     )
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (without --fd)")
     p.add_argument(
         "--port",
-        type=int,
+        type=port_arg,
         metavar="PORT",
         default=STANDALONE_PORT if standalone else 0,
         help="port without --fd (0: any free port; default %(default)s)",
     )
     p.add_argument(
-        "--control-fd", type=int, metavar="FD", help="a bound, listening socket for control"
+        "--control-fd", type=fd_arg, metavar="FD", help="a bound, listening socket for control"
     )
     p.add_argument(
         "--control-port",
-        type=int,
+        type=port_arg,
         metavar="PORT",
         help="also serve /metrics and /__admin here, answering even while refused",
     )
     p.add_argument(
         "--t0",
-        type=_t0,
+        type=functools.partial(t0_arg, now=True),
         default="now" if standalone else None,
         metavar="UNIX_S|now",
         help="when the schedule's time line starts (default: "
@@ -83,9 +81,11 @@ def parser(
     return p
 
 
-def _socket(fd: int | None, host: str, port: int | None) -> socket.socket | None:
+def _socket(
+    fd: int | None, host: str, port: int | None, what: str = "--fd"
+) -> socket.socket | None:
     if fd is not None:
-        sock = socket.socket(fileno=fd)
+        sock = inherited_socket(fd, what)
         if not is_loopback(str(sock.getsockname()[0])):
             raise InputError(f"fd {fd} is bound to {sock.getsockname()[0]}, not a loopback address")
         return sock
@@ -104,7 +104,8 @@ def _announce(
     else:
         clock = "starts now" if abs(time.time() - t0) < 1 else f"counts from t0={t0:.3f}"
     print(
-        f"payment gateway on {where}  (POST /v1/payments/approve); metrics and admin on "
+        f"payment gateway on {where}  (POST /v1/payments/approve, "
+        "GET /v1/catalogue/products/{id}); metrics and admin on "
         f"{admin}  (GET /metrics, GET/PUT /__admin/fault, POST /__admin/reset); "
         f"schedule clock {clock}; Ctrl-C stops",
         flush=True,
@@ -117,7 +118,8 @@ def main(
     prog: str = "python -m harness.pg",
     standalone: bool = False,
 ) -> None:
-    """Run the gateway until SIGTERM/SIGINT (exit 2: bad input, 3: a port cannot be bound)."""
+    """Run the gateway until SIGTERM/SIGINT (exit 2: bad input, 3: a port cannot be bound or
+    the ledger cannot be written)."""
     args = parser(prog, standalone=standalone).parse_args(argv)
     try:
         if not is_loopback(args.host):
@@ -134,14 +136,20 @@ def main(
         exit_for(exc, 2)
     except OSError as exc:
         exit_for(InputError(f"cannot write the ledger {args.ledger}: {exc.strerror}"), 2)
+    sock: socket.socket | None = None
     try:
         sock = _socket(args.fd, args.host, args.port)
-        control = _socket(args.control_fd, args.host, args.control_port)
-    except InputError as exc:
-        exit_for(exc, 2)
-    except OSError as exc:
+        control = _socket(args.control_fd, args.host, args.control_port, "--control-fd")
+    except (InputError, OSError) as exc:
+        if sock is not None:
+            sock.close()
+        if isinstance(exc, InputError):
+            exit_for(exc, 2)
         exit_for(RunError(f"cannot bind {args.host}: {exc.strerror}"), 3)
     assert sock is not None
     if args.fd is None:
         _announce(args.host, sock, control, args.t0)
-    serve(gateway, sock, control)
+    try:
+        serve(gateway, sock, control)
+    except RunError as exc:  # the ledger cannot be written: stop, and say so
+        exit_for(exc, 3)

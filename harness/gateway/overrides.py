@@ -8,6 +8,7 @@ as ``harness validate`` does (``harness.core.yamlmodel.describe_error``).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,6 +23,31 @@ FAULT_HEADER = "X-Harness-Fault"
 
 class OverrideError(ValueError):
     """A fault given to the admin API or the override header is not valid."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def load_json(text: str | bytes) -> Any:
+    """Parse strict JSON sent by a client; anything malformed is a ``ValueError``.
+
+    That includes bytes that are not UTF-8, ``NaN``/``Infinity`` and numbers
+    too large for a float (which would be echoed back as invalid JSON), and
+    nesting too deep for the parser (``RecursionError``): every route answers
+    400, never 500.
+    """
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _error_text(error: ErrorDetails, single: bool) -> str:
@@ -43,7 +69,7 @@ def parse_override(data: Any, *, allow_refuse: bool) -> list[Fault]:
     """Validate an override: a fault object, or ``{"faults": [...]}``; JSON text is parsed first."""
     if isinstance(data, str | bytes):
         try:
-            data = json.loads(data)
+            data = load_json(data)
         except ValueError as exc:
             raise OverrideError(f"not JSON ({exc})") from None
     single = not (isinstance(data, dict) and "faults" in data and "type" not in data)
@@ -51,6 +77,8 @@ def parse_override(data: Any, *, allow_refuse: bool) -> list[Fault]:
         override = FaultOverride.model_validate({"faults": [data]} if single else data)
     except ValidationError as exc:
         raise OverrideError("; ".join(_error_text(e, single) for e in exc.errors())) from None
+    except RecursionError:
+        raise OverrideError("nested too deeply") from None
     if not allow_refuse and any(f.type == "refuse" for f in override.faults):
         raise OverrideError(
             "refuse takes the listener down: force it with PUT /__admin/fault on a gateway "

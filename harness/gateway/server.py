@@ -8,7 +8,14 @@ around them in ``app`` and ``main``.
 
 ``POST /v1/payments/approve`` needs an ``Idempotency-Key`` header and a JSON
 body; the ``X-Harness-Fault`` header, else the live override, else the phase
-in force decides the answer.
+in force decides the answer. Malformed input (no key, a bad header, a body
+that is not JSON, however deeply nested) is answered 400 and recorded.
+
+``GET /v1/catalogue/products/{id}`` (product reads) meets the same faults,
+unless a fault's ``match.path`` leaves it out, and answers the product
+(``{id, name, price}``, fixed by the id). Its fate and attempt count go by
+the product and the request's ``Idempotency-Key`` or ``X-Request-Id``
+(``decide.catalogue_key``); it needs neither, nor a body.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections import defaultdict
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,17 +35,68 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from harness.core.net import reset
 from harness.core.precise_timer import PreciseTimer
 from harness.core.timeline import phase_at
-from harness.gateway.decide import Action, Call, decide, decide_at, garbage, next_change, refusing
+from harness.gateway.connection import handler_of
+from harness.gateway.decide import (
+    Action,
+    Call,
+    catalogue_key,
+    catalogue_product,
+    decide,
+    decide_at,
+    garbage,
+    next_change,
+    refusing,
+)
 from harness.gateway.ledger import Ledger
-from harness.gateway.overrides import FAULT_HEADER, OverrideError, parse_override
+from harness.gateway.overrides import FAULT_HEADER, OverrideError, load_json, parse_override
 from harness.scenario.faults import Fault, Phase
 
 _INVALID = Action("respond", "invalid-request", status=400)
 
+MAX_KEYS = 1_000_000
+"""Idempotency-Keys whose attempt count the gateway keeps (about 200 MB at the cap)."""
+
+
+class AttemptCounts:
+    """How many times each Idempotency-Key was called, for the ``max_keys`` most recent keys.
+
+    A key unused for longest is forgotten first; if it comes back, it counts
+    from attempt 1 again (and meets attempt 1's fate). Without a bound, every
+    unique key would cost memory for the gateway's whole life.
+    """
+
+    def __init__(self, max_keys: int = MAX_KEYS) -> None:
+        if max_keys < 1:
+            raise ValueError("max_keys must be at least 1")
+        self.max_keys = max_keys
+        self.forgotten = 0
+        """Keys dropped to stay within ``max_keys``."""
+        self._counts: OrderedDict[str, int] = OrderedDict()
+
+    def next(self, key: str) -> int:
+        """Count one more call of ``key``; return its attempt number (1 for a new key)."""
+        counts = self._counts
+        attempt = counts.pop(key, 0) + 1
+        counts[key] = attempt  # now the most recent
+        if len(counts) > self.max_keys:
+            counts.popitem(last=False)
+            self.forgotten += 1
+        return attempt
+
+    def __getitem__(self, key: str) -> int:
+        return self._counts.get(key, 0)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def clear(self) -> None:
+        self._counts.clear()
+
 
 @dataclass(eq=False)
 class _Call:
-    """One approve call in progress: what was decided and what actually happened."""
+    """One call in progress (an approve call or a product read): what was decided and what
+    actually happened."""
 
     arrival: float
     started: float
@@ -48,12 +106,18 @@ class _Call:
     action: Action
     fault: str
     decision: str
+    path: str = ""
+    """The request's path, for the ledger."""
+    product: int | None = None
+    """The product a catalogue read asks for; None for an approve call."""
     status: int = 0
     outcome: str = "client_gone"
     client_gone: bool = False
     dropped: bool = False
     """The gateway cut the connection itself (refuse, shutdown), not the client."""
     transport: asyncio.Transport | None = None
+    finished: bool = False
+    """Counted and written to the ledger (once: at the end, or when the client left)."""
 
 
 class Gateway:
@@ -66,14 +130,14 @@ class Gateway:
         t0: float | None = None,
         ledger_path: str | Path | None = None,
         precise_timer: bool = True,
+        max_keys: int = MAX_KEYS,
     ) -> None:
         self.phases = phases
         self.seed = seed
         self.t0 = t0
-        self.attempts: dict[str, int] = defaultdict(int)
+        self.attempts = AttemptCounts(max_keys)
         self.override: list[Fault] | None = None
         self.override_since: float | None = None
-        self.ledger = Ledger(ledger_path)
         self.listening = True
         self.has_control = False
         self.stopping = False
@@ -85,19 +149,35 @@ class Gateway:
         self.registry = CollectorRegistry()
         self.received = Counter(
             "pg_calls_received",
-            "Approve calls received by the gateway, counted on arrival",
+            "Calls received by the gateway (approve calls and product reads), counted on arrival",
             ["phase"],
             registry=self.registry,
         )
         self.calls = Counter(
             "pg_calls",
-            "Approve calls the gateway finished with (answered, cut, or the client hung up)",
+            "Calls the gateway finished with (answered, cut, or the client hung up)",
             ["phase", "fault", "outcome"],
             registry=self.registry,
         )
         self.in_flight = Gauge(
-            "pg_calls_in_flight", "Approve calls not yet finished", registry=self.registry
+            "pg_calls_in_flight", "Calls not yet finished", registry=self.registry
         )
+        Gauge(
+            "pg_keys_tracked",
+            "Idempotency-Keys whose attempt count is kept (at most MAX_KEYS)",
+            registry=self.registry,
+        ).set_function(lambda: len(self.attempts))
+        Gauge(
+            "pg_keys_forgotten",
+            "Least recently used keys dropped to bound memory (they count from attempt 1 again)",
+            registry=self.registry,
+        ).set_function(lambda: self.attempts.forgotten)
+        self.ledger_escaped = Counter(
+            "pg_ledger_escaped_rows",
+            "Ledger rows whose Idempotency-Key was not valid UTF-8 and is written escaped",
+            registry=self.registry,
+        )
+        self.ledger = Ledger(ledger_path, on_escaped=self.ledger_escaped.inc)
 
     # ------------------------------------------------------------ time line
 
@@ -137,49 +217,60 @@ class Gateway:
                 call.outcome = "dropped"
                 reset(call.transport)
 
-    # ------------------------------------------------------------ approve
+    # ------------------------------------------------------------ approve and catalogue
 
     async def approve(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/payments/approve``: needs an ``Idempotency-Key`` and a JSON body."""
+        return await self._handle(request, request.headers.get("Idempotency-Key", ""))
+
+    async def catalogue(self, request: web.Request) -> web.StreamResponse:
+        """``GET /v1/catalogue/products/{id}``: a product read, faulted like an approve call."""
+        product = int(request.match_info["id"])
+        headers = request.headers
+        request_id = headers.get("Idempotency-Key") or headers.get("X-Request-Id") or ""
+        return await self._handle(request, catalogue_key(product, request_id), product)
+
+    async def _handle(
+        self, request: web.Request, key: str, product: int | None = None
+    ) -> web.StreamResponse:
         arrival = time.time()
         started = time.monotonic()
         t = None if self.t0 is None else arrival - self.t0
         phase = None if t is None else phase_at(self.phases, t)
         phase_name = phase.name if phase else "none"
-        key = request.headers.get("Idempotency-Key", "")
+        call = _Call(arrival, started, key, 0, phase_name, _INVALID, "", "", request.path, product)
         if not key:
-            return await self._invalid(
-                request,
-                _Call(arrival, started, "", 0, phase_name, _INVALID, "", ""),
-                "Idempotency-Key header is required",
-            )
+            return await self._invalid(request, call, "Idempotency-Key header is required")
         forced: list[Fault] | None = None
         header = request.headers.get(FAULT_HEADER)
         if header is not None:
             try:
                 forced = parse_override(header, allow_refuse=False)
             except OverrideError as exc:
-                return await self._invalid(
-                    request,
-                    _Call(arrival, started, key, 0, phase_name, _INVALID, "", ""),
-                    f"{FAULT_HEADER}: {exc}",
-                )
-        self.attempts[key] += 1
-        attempt = self.attempts[key]
+                return await self._invalid(request, call, f"{FAULT_HEADER}: {exc}")
+        call.attempt = attempt = self.attempts.next(key)
         self.received.labels(phase_name).inc()
-        where = Call(request.path, request.headers)
-        if forced is not None:
-            action = decide(forced, self.seed, key, attempt, where)
-        elif self.override is not None:
-            action = decide(self.override, self.seed, key, attempt, where)
-        else:
-            action = decide_at(self.phases, t, self.seed, key, attempt, where)
-        call = _Call(
-            arrival, started, key, attempt, phase_name, action, action.fault, action.decision
-        )
-        call.transport = request.transport
         self.in_flight.inc()
         self._calls.add(call)
+        call.transport = request.transport
+        connection = handler_of(request)
         try:
+            where = Call(request.path, request.headers)
+            if forced is not None:
+                action = decide(forced, self.seed, key, attempt, where)
+            elif self.override is not None:
+                action = decide(self.override, self.seed, key, attempt, where)
+            else:
+                action = decide_at(self.phases, t, self.seed, key, attempt, where)
+            call.action, call.fault, call.decision = action, action.fault, action.decision
+            if product is not None and call.decision == "approved":
+                call.decision = "served"  # a product read approves nothing: it was answered
+            if connection is not None:
+                # A FIN during the call: the client hung up, or half-closed to await the answer.
+                if not connection.peer_eof:
+                    connection.on_peer_eof = lambda: self._peer_eof(call)
+                elif action.kind == "hang":  # it came with the request: nobody will hang up later
+                    self._peer_eof(call)
             return await self._execute(request, call)
         except web.HTTPException as exc:  # aiohttp refused the request (e.g. a body over 1 MB)
             call.fault, call.decision = "invalid-request", "none"
@@ -193,19 +284,51 @@ class Gateway:
                     call.client_gone = True
                     call.outcome = "client_gone"
             raise
+        except Exception:  # a bug: aiohttp answers 500, and the ledger says so
+            call.status, call.outcome = 500, "500"
+            raise
         finally:
+            if connection is not None:
+                connection.on_peer_eof = None
+            self._finish(call)
+
+    def _peer_eof(self, call: _Call) -> None:
+        """The client's FIN came during the call: record it as gone now, as if it hung up.
+
+        A FIN cannot tell a hang-up from a half-close, and clients that give up
+        (a read timeout) hang up, so the call is recorded as ``client_gone``
+        with the time the client left. The answer is still written when it is
+        due, for a client that only half-closed; a hang has none to give, so
+        its connection is closed.
+        """
+        if call.finished:
+            return
+        call.client_gone = True
+        call.outcome = "client_gone"
+        self._finish(call)
+        if call.action.kind == "hang" and call.transport is not None:
+            call.transport.close()
+
+    def _finish(self, call: _Call) -> None:
+        """Count the call and write its ledger row, once."""
+        if call.finished:
+            return
+        call.finished = True
+        if call.attempt > 0:
             self._calls.discard(call)
             self.in_flight.dec()
-            self._record(call)
+        self._record(call)
 
     async def _execute(self, request: web.Request, call: _Call) -> web.StreamResponse:
         action = call.action
         body: Any = None
-        if action.reads_body:
+        if action.reads_body and call.product is not None:
+            await request.read()  # a read's body (usually none) means nothing: read past it
+        elif action.reads_body:
             try:
-                body = json.loads(await request.read())
-            except ValueError:
-                return await self._invalid(request, call, "body must be JSON")
+                body = load_json(await request.read())
+            except ValueError as exc:
+                return await self._invalid(request, call, f"body must be JSON ({exc})")
         if action.delay_s > 0:  # counted from arrival, so reading and deciding are not added
             await self.timer.sleep_until(call.started + action.delay_s)
         if action.kind == "hang":  # waited HANG_LIMIT_S: answer rather than hold the socket forever
@@ -225,6 +348,9 @@ class Gateway:
         return await self._send(request, call, self._response(action, call, body))
 
     def _approved(self, call: _Call, body: Any) -> dict[str, Any]:
+        """The good answer: the product for a read, an approval for a payment."""
+        if call.product is not None:
+            return catalogue_product(call.product)
         return {
             "status": "APPROVED",
             "transactionId": uuid.uuid4().hex,
@@ -266,7 +392,7 @@ class Gateway:
             request, call, web.json_response({"error": message}, status=400)
         )
         if call.attempt == 0:  # refused before it counted as an attempt: record it here
-            self._record(call)
+            self._finish(call)
         return response
 
     def _malformed(self, request: web.Request, call: _Call, body: Any) -> web.StreamResponse:
@@ -328,5 +454,6 @@ class Gateway:
                 call.decision,
                 time.monotonic() - call.started,
                 call.client_gone,
+                call.path,
             )
         )

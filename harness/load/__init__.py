@@ -1,4 +1,4 @@
-"""Load generation: an open-model plan executed inside Locust, which runs in its own process.
+"""Load generation: an open-model plan executed inside Locust, which runs in its own process(es).
 
 The orchestrator never imports Locust (it monkey-patches the whole process
 with gevent); it writes a ``plan.json``, starts ``locust -f locustfile.py``

@@ -1,4 +1,4 @@
-"""Locust file of the open-model scheduler; runs only inside the Locust process.
+"""Locust file of the open-model scheduler; runs only inside Locust processes.
 
 Locust's ``wait_time`` makes a closed model (a user never overlaps its own
 tasks), which hides a slow server by sending less. Here one scheduler user
@@ -7,153 +7,189 @@ earlier requests have returned. Each sample keeps its *intended* start, so
 latency = end - intended start (no coordinated omission, as wrk2); a request
 that could not start on time is still sent and its lateness recorded.
 
-The plan comes from the JSON file named by ``HARNESS_LOAD_PLAN``.
+Three roles, told by Locust's runner:
+
+- a single process (``LocalRunner``): the plan comes from the JSON file named
+  by ``HARNESS_LOAD_PLAN``; it writes ``samples.csv`` and ``progress.json`` and
+  starts when ``go.json`` appears;
+- a master (``--master``): sends no request; ``harness.load.master`` hands the
+  plan to the workers, passes on the go and writes what they report;
+- a worker (``--worker``): one scheduler user, which asks the master for the
+  plan and its share (every N-th request), and reports its samples to it.
 """
 
 from __future__ import annotations
 
-import csv
-import heapq
 import json
 import os
-import random
+import socket
 import time
-import uuid
-from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import gevent
+from gevent.event import AsyncResult
 from gevent.pool import Group
 from locust import User, events, task
 from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
+from locust.rpc.protocol import Message
+from locust.runners import MasterRunner, WorkerRunner
 
-from harness.load.plan import SAMPLE_COLUMNS, EndpointPlan, LoadPlan
+from harness.core.net import is_loopback
+from harness.load.master import Coordinator
+from harness.load.plan import PROTOCOL, EndpointPlan, LoadPlan, Paths, idempotency_key, schedule
+from harness.load.recorder import FileRecorder, Recorder, WorkerRecorder, sample_row
 
 _POLL_S = 0.01
 _GO_WAIT_S = 120.0
+_PLAN_WAIT_S = 60.0
+_WORKER_GO_WAIT_S = 3600.0
+"""A worker waits this long for the go: the master's orchestrator may wait for other workers."""
+_WORKER_REPORT_S = 0.5
+_FOREVER_S = 10**9
 
 
-def _stream(
-    start_at: float, name: str, rate: float, count: int
-) -> Iterator[tuple[float, str, int]]:
-    for i in range(count):
-        yield start_at + i / rate, name, i
+class _Node:
+    """This process's part in the run: its recorder, and on a worker the master's answers."""
+
+    def __init__(self) -> None:
+        self.recorder: Recorder | None = None
+        self.coordinator: Coordinator | None = None
+        self.plan = AsyncResult()
+        self.go = AsyncResult()
+        self.claimed = False
+        """A scheduler user is running here; Locust may start another on a worker when it
+        rebalances after one leaves, and that one must not send the plan twice."""
 
 
-def _arrivals(plan: LoadPlan, start_at: float) -> Iterator[tuple[float, str, int]]:
-    """Planned (time, endpoint, index) of every request, in time order across endpoints."""
-    return heapq.merge(
-        *(
-            _stream(start_at, name, ep.rate, plan.planned_count(name))
-            for name, ep in plan.endpoints.items()
-        )
-    )
-
-
-def _atomic_json(path: str, data: dict[str, Any]) -> None:
-    tmp = f"{path}.tmp"
-    Path(tmp).write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-class Recorder:
-    """Collects samples and counters; flushes samples to CSV so a killed run keeps them."""
-
-    def __init__(self, plan: LoadPlan) -> None:
-        self.plan = plan
-        self.file = open(plan.samples_path, "w", newline="")  # noqa: SIM115 - closed in close()
-        self.writer = csv.writer(self.file)
-        self.writer.writerow(SAMPLE_COLUMNS)
-        self.pending: list[tuple[Any, ...]] = []
-        self.sent: Counter[str] = Counter()
-        self.done: Counter[str] = Counter()
-        self.max_lateness_s = 0.0
-        self.active: dict[tuple[str, int], tuple[float, float]] = {}
-        self.state = "starting"
-        self.start_at: float | None = None
-
-    def record(self, row: tuple[Any, ...]) -> None:
-        self.pending.append(row)
-
-    def abandon_active(self) -> None:
-        """Record requests still unanswered when the drain bound ran out: never drop one."""
-        for (name, index), (intended, actual) in self.active.items():
-            self.record((name, index, f"{intended:.6f}", f"{actual:.6f}", "", 0, "Unfinished", ""))
-        self.active.clear()
-
-    def flush(self) -> None:
-        if self.pending:
-            self.writer.writerows(self.pending)
-            self.pending.clear()
-        self.file.flush()
-
-    def progress(self) -> None:
-        planned = {n: self.plan.planned_count(n) for n in self.plan.endpoints}
-        _atomic_json(
-            self.plan.progress_path,
-            {
-                "t": time.time(),
-                "state": self.state,
-                "start_at": self.start_at,
-                "planned": planned,
-                "sent": dict(self.sent),
-                "done": dict(self.done),
-                "max_lateness_s": self.max_lateness_s,
-            },
-        )
-
-    def close(self) -> None:
-        if not self.file.closed:
-            self.flush()
-            self.file.close()
-        self.progress()
+_NODE = _Node()
 
 
 class OpenModelUser(User):
-    """The single scheduler: runs the whole plan once, drains, then stops Locust."""
+    """The scheduler: sends this process's share of the plan once, drains, then waits."""
 
-    fixed_count = 1
+    @task
+    def run_plan(self) -> None:
+        runner = self.environment.runner
+        if _NODE.claimed:  # Locust runs a task again when it returns or raises: never twice
+            gevent.sleep(_FOREVER_S)
+            return
+        _NODE.claimed = True
+        try:
+            if isinstance(runner, WorkerRunner):
+                self._run_as_worker(runner)
+            else:
+                self._run_alone()
+        except Exception as exc:  # a bug, not a slow server: stop the run and say why
+            if _NODE.recorder is not None:
+                _NODE.recorder.fail(f"the scheduler failed: {type(exc).__name__}: {exc}")
+            if runner is not None and not isinstance(runner, WorkerRunner):
+                gevent.spawn(runner.quit)
+            raise
+        if runner is not None and not isinstance(runner, WorkerRunner):
+            gevent.spawn(runner.quit)
+        gevent.sleep(_FOREVER_S)  # a worker's master says when to quit
 
-    def __init__(self, environment: Environment) -> None:
-        super().__init__(environment)
-        self.plan = LoadPlan.read(os.environ["HARNESS_LOAD_PLAN"])
-        self.recorder = Recorder(self.plan)
-        _RECORDERS.append(self.recorder)
+    def _run_alone(self) -> None:
+        plan = LoadPlan.read(os.environ["HARNESS_LOAD_PLAN"])
+        recorder = _NODE.recorder = FileRecorder(plan)
+        self._open_sessions(plan)
+        recorder.state = "ready"
+        recorder.announce()
+        start_at = _wait_for_go(plan)
+        self._execute(plan, recorder, start_at, reporter_s=1.0)
+        recorder.close()
+
+    def _run_as_worker(self, runner: WorkerRunner) -> None:
+        # Registered before the hello, so the answer cannot arrive before its handler.
+        runner.register_message("harness_plan", _on_plan)
+        runner.register_message("harness_go", _on_go)
+        runner.send_message(
+            "harness_hello",
+            {"protocol": PROTOCOL, "host": socket.gethostname(), "pid": os.getpid()},
+        )
+        try:
+            reply: dict[str, Any] = _NODE.plan.get(timeout=_PLAN_WAIT_S)
+        except gevent.Timeout:
+            print("load worker: the master never sent the plan", flush=True)
+            return
+        if "error" in reply:
+            print(f"load worker: turned away: {reply['error']}", flush=True)
+            return
+        plan = LoadPlan.from_json(reply["plan"])
+        recorder = _NODE.recorder = WorkerRecorder(
+            plan, int(reply["worker"]), lambda data: runner.send_message("harness_report", data)
+        )
+        host = urlsplit(plan.base_url).hostname
+        if not is_loopback(host) and os.environ.get("HARNESS_ALLOW_REMOTE") != "1":
+            recorder.fail(
+                f"refused to send to {plan.base_url}: not on this machine; start this worker "
+                "with harness worker --allow-remote"
+            )
+            return
+        self._open_sessions(plan)
+        recorder.state = "ready"
+        reporter = gevent.spawn(self._report, recorder, _WORKER_REPORT_S)
+        try:
+            start_at = float(_NODE.go.get(timeout=_WORKER_GO_WAIT_S))
+        except gevent.Timeout:
+            recorder.fail("the master never said go")
+            return
+        finally:
+            reporter.kill()
+        self._execute(plan, recorder, start_at, reporter_s=_WORKER_REPORT_S)
+        recorder.close()
+
+    def _open_sessions(self, plan: LoadPlan) -> None:
         self.sessions = {
             name: FastHttpSession(
-                self.plan.base_url,
-                request_event=environment.events.request,
+                plan.base_url,
+                request_event=self.environment.events.request,
                 user=self,
                 concurrency=100_000,
+                # geventhttpclient retries a failed GET 3 times by default: one planned
+                # request would then be sent (and time out) up to 4 times, counted once.
+                max_retries=0,
                 network_timeout=ep.timeout_s,
                 connection_timeout=ep.timeout_s,
             )
-            for name, ep in self.plan.endpoints.items()
-        }
-        self.rngs = {
-            name: random.Random(f"{self.plan.seed}:{name}") for name in self.plan.endpoints
+            for name, ep in plan.endpoints.items()
         }
 
-    def _send(self, name: str, ep: EndpointPlan, index: int, intended: float) -> None:
-        rng = self.rngs[name]
-        values = {k: rng.randint(low, high) for k, (low, high) in ep.params.items()}
-        path = ep.path.format(**values)
+    def _execute(
+        self, plan: LoadPlan, recorder: Recorder, start_at: float, reporter_s: float
+    ) -> None:
+        """Send this process's share of the plan from ``start_at``, then drain."""
+        recorder.start_at = start_at
+        recorder.state = "running"
+        reporter = gevent.spawn(self._report, recorder, reporter_s)
+        paths = {name: Paths(plan.seed, name, ep) for name, ep in plan.endpoints.items()}
+        inflight = Group()
+        worker, workers = recorder.worker, plan.workers
+        for intended, name, index in schedule(plan, start_at, worker, workers):
+            delay = intended - time.time()
+            if delay > 0:
+                gevent.sleep(delay)
+            path = paths[name].path(index)
+            inflight.spawn(self._send, plan, recorder, name, index, intended, path)
+        recorder.state = "draining"
+        inflight.join(timeout=plan.drain_s)
+        inflight.kill(block=True, timeout=5)
+        recorder.abandon_active()
+        recorder.state = "finished"
+        reporter.kill()
+
+    def _send(
+        self, plan: LoadPlan, recorder: Recorder, name: str, index: int, intended: float, path: str
+    ) -> None:
+        ep: EndpointPlan = plan.endpoints[name]
         headers: dict[str, str] = {}
         if ep.idempotency_key:
-            # Derived from the seed and the index: every build sends the same keys, so the
-            # gateway's seeded faults give every build the same fate for the same payment.
-            headers["Idempotency-Key"] = str(
-                uuid.uuid5(uuid.NAMESPACE_URL, f"{self.plan.seed}/{name}/{index}")
-            )
+            headers["Idempotency-Key"] = idempotency_key(plan.seed, name, index)
         actual = time.time()
-        lateness = actual - intended
-        if lateness > self.recorder.max_lateness_s:
-            self.recorder.max_lateness_s = lateness
-        self.recorder.sent[name] += 1
-        self.recorder.active[(name, index)] = (intended, actual)
+        recorder.started(name, index, intended, actual)
         response: Any = self.sessions[name].request(
             ep.method, path, name=name, json=ep.body, headers=headers
         )
@@ -164,64 +200,67 @@ class OpenModelUser(User):
         else:
             error = f"HTTP{status}" if status >= 400 else ""
         outcome = (response.headers or {}).get("X-Outcome", "") if status else ""
-        self.recorder.done[name] += 1
-        del self.recorder.active[(name, index)]
-        self.recorder.record(
-            (name, index, f"{intended:.6f}", f"{actual:.6f}", f"{end:.6f}", status, error, outcome)
+        recorder.finished(
+            name, index, sample_row(name, index, intended, actual, end, status, error, outcome)
         )
 
-    def _reporter(self) -> None:
+    def _report(self, recorder: Recorder, every_s: float) -> None:
         while True:
-            self.recorder.flush()
-            self.recorder.progress()
-            gevent.sleep(1.0)
-
-    def _wait_for_go(self) -> float:
-        self.recorder.state = "ready"
-        self.recorder.progress()
-        deadline = time.time() + _GO_WAIT_S
-        while time.time() < deadline:
-            if os.path.exists(self.plan.go_path):
-                return float(json.loads(Path(self.plan.go_path).read_text())["start_at"])
-            gevent.sleep(_POLL_S)
-        raise RuntimeError("the orchestrator never said go")
-
-    @task
-    def run_plan(self) -> None:
-        start_at = self._wait_for_go()
-        self.recorder.start_at = start_at
-        self.recorder.state = "running"
-        reporter = gevent.spawn(self._reporter)
-        inflight = Group()
-        for intended, name, index in _arrivals(self.plan, start_at):
-            delay = intended - time.time()
-            if delay > 0:
-                gevent.sleep(delay)
-            inflight.spawn(self._send, name, self.plan.endpoints[name], index, intended)
-        self.recorder.state = "draining"
-        inflight.join(timeout=self.plan.drain_s)
-        inflight.kill(block=True, timeout=5)
-        self.recorder.abandon_active()
-        self.recorder.state = "finished"
-        reporter.kill()
-        self.recorder.close()
-        runner = self.environment.runner
-        if runner is not None:
-            gevent.spawn(runner.quit)
-        gevent.sleep(60)
+            gevent.sleep(every_s)
+            try:
+                recorder.flush()
+            except OSError as exc:
+                recorder.write_failed(exc)
+                runner = self.environment.runner
+                if runner is not None:
+                    gevent.spawn(runner.quit)
+                return
+            except Exception as exc:  # a worker's link to its master: Locust reconnects
+                print(f"load worker: report not sent: {exc}", flush=True)
 
 
-_RECORDERS: list[Recorder] = []
+def _wait_for_go(plan: LoadPlan) -> float:
+    deadline = time.time() + _GO_WAIT_S
+    while time.time() < deadline:
+        if os.path.exists(plan.go_path):
+            return float(json.loads(Path(plan.go_path).read_text())["start_at"])
+        gevent.sleep(_POLL_S)
+    raise RuntimeError("the orchestrator never said go")
+
+
+def _on_plan(environment: Environment, msg: Message, **_: Any) -> None:
+    _NODE.plan.set(msg.data)
+
+
+def _on_go(environment: Environment, msg: Message, **_: Any) -> None:
+    _NODE.go.set(msg.data["start_at"])
+
+
+def _on_init(environment: Environment, **_: Any) -> None:
+    """Give the master its coordinator, once Locust's runner exists."""
+    if isinstance(environment.runner, MasterRunner):
+        plan = LoadPlan.read(os.environ["HARNESS_LOAD_PLAN"])
+        _NODE.coordinator = Coordinator(environment, plan)
+        gevent.spawn(_NODE.coordinator.run)
 
 
 def _keep_samples(environment: Environment, **_: Any) -> None:
     """However Locust stops (plan done, run-time bound, SIGTERM), keep what was measured."""
-    for recorder in _RECORDERS:
-        if recorder.state != "finished":
-            recorder.state = "interrupted"
-            recorder.abandon_active()
+    if _NODE.coordinator is not None:
+        _NODE.coordinator.interrupted()
+        return
+    recorder = _NODE.recorder
+    if recorder is None:
+        return
+    if recorder.state not in ("finished", "failed"):
+        recorder.state = "interrupted"
+        recorder.abandon_active()
+    try:
         recorder.close()
-    environment.process_exit_code = 0
+    except Exception as exc:  # a worker whose master is gone: nothing left to tell
+        print(f"load worker: last report not sent: {exc}", flush=True)
+    environment.process_exit_code = 3 if recorder.error is not None else 0
 
 
+events.init.add_listener(_on_init)  # type: ignore[no-untyped-call]
 events.quitting.add_listener(_keep_samples)  # type: ignore[no-untyped-call]

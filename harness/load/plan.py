@@ -1,14 +1,40 @@
 """The load plan: what the Locust process must send, as JSON both sides can read.
 
-Kept free of Locust and gevent imports so the orchestrator can build it.
+Kept free of Locust and gevent imports so the orchestrator can build it. The
+plan is deterministic: every arrival's time, its path parameters and its
+Idempotency-Key follow from the seed, the endpoint's name and the request's
+index, so every build (and every way of splitting the plan over workers)
+sends the same requests at the same moments.
+
+Arrival times come from the endpoint's rate profile (``harness.core.rates``),
+in seconds from the load's start (the warmup's start):
+
+- ``uniform``: the i-th request where the integral of the rate reaches ``i``
+  (``i / rate`` for a constant rate, the root of a quadratic on a ramp);
+- ``poisson``: a non-homogeneous Poisson process by time rescaling: unit-rate
+  exponential gaps, summed, mapped through the inverse of the integrated rate.
+
+Split over ``workers``, worker ``k`` sends the requests whose index is
+``k`` modulo ``workers``: interleaved, so each keeps the plan's own spacing and
+every request is sent by exactly one of them.
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
 import json
+import random
+import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from harness.core.rates import RateProfile
+
+PROTOCOL = 1
+"""Version of the messages between a Locust master and its workers (``harness.load.master``)."""
 
 SAMPLE_COLUMNS = (
     "endpoint",
@@ -22,10 +48,18 @@ SAMPLE_COLUMNS = (
 )
 """Columns of ``samples.csv``: one row per request; times are Unix seconds."""
 
+Arrivals = Literal["uniform", "poisson"]
+
 
 @dataclass(frozen=True)
 class EndpointPlan:
-    """One endpoint's stream: requests at ``rate``/s, each with its own client timeout."""
+    """One endpoint's stream, each request with its own client timeout.
+
+    ``rate`` requests per second over the whole load, unless ``knots`` give a
+    piecewise-linear rate ``(seconds from the load's start, rate)``; then
+    ``rate`` is its peak, for people reading the plan. ``count`` is fixed for
+    Poisson arrivals (how many the seeded process puts in the load).
+    """
 
     method: str
     path: str
@@ -34,11 +68,23 @@ class EndpointPlan:
     params: dict[str, tuple[int, int]] = field(default_factory=dict)
     body: dict[str, Any] | None = None
     idempotency_key: bool = False
+    knots: tuple[tuple[float, float], ...] = ()
+    arrivals: Arrivals = "uniform"
+    count: int | None = None
+
+    def profile(self, total_s: float) -> RateProfile:
+        """Requests per second over ``[0, total_s]``, the load's own time."""
+        if self.knots:
+            return RateProfile(self.knots)
+        return RateProfile.constant(self.rate, 0.0, total_s)
 
 
 @dataclass(frozen=True)
 class LoadPlan:
-    """Everything the locustfile needs; ``go_path`` is written by the orchestrator to start."""
+    """Everything the locustfile needs; ``go_path`` is written by the orchestrator to start.
+
+    ``workers`` Locust workers share the plan (1: a single Locust process).
+    """
 
     base_url: str
     seed: int
@@ -49,25 +95,136 @@ class LoadPlan:
     samples_path: str
     progress_path: str
     go_path: str
+    workers: int = 1
 
     @property
     def total_s(self) -> float:
         return self.warmup_s + self.duration_s
 
     def planned_count(self, name: str) -> int:
-        """Requests the plan sends for one endpoint: one every 1/rate over the whole time."""
-        return int(self.total_s * self.endpoints[name].rate + 1e-9)
+        """Requests the plan sends for one endpoint, all workers together."""
+        ep = self.endpoints[name]
+        if ep.count is not None:
+            return ep.count
+        return int(ep.profile(self.total_s).total + 1e-9)
 
-    def write(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2))
+    def worker_samples_path(self, worker: int) -> str:
+        """Where the master writes worker ``worker``'s samples: ``samples.<worker>.csv``."""
+        path = Path(self.samples_path)
+        return str(path.with_name(f"{path.stem}.{worker}{path.suffix}"))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
     @classmethod
-    def read(cls, path: str | Path) -> LoadPlan:
-        data = json.loads(Path(path).read_text())
+    def from_json(cls, data: dict[str, Any]) -> LoadPlan:
+        data = dict(data)
         endpoints = {
             name: EndpointPlan(
-                **{**ep, "params": {k: tuple(v) for k, v in ep.get("params", {}).items()}}
+                **{
+                    **ep,
+                    "params": {k: tuple(v) for k, v in ep.get("params", {}).items()},
+                    "knots": tuple(tuple(k) for k in ep.get("knots", ())),
+                }
             )
             for name, ep in data.pop("endpoints").items()
         }
         return cls(endpoints=endpoints, **data)
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=2))
+
+    @classmethod
+    def read(cls, path: str | Path) -> LoadPlan:
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+
+# ---------------------------------------------------------------- arrivals
+
+
+def _unit_poisson(seed: int, name: str) -> Iterator[float]:
+    """Arrival times of a rate-1 Poisson process: sums of exponential gaps, seeded.
+
+    Python's ``random`` (Mersenne Twister, string seeds hashed by SHA-512) gives
+    the same numbers on every machine and version, so workers elsewhere agree.
+    """
+    rng = random.Random(f"{seed}:{name}:arrivals")
+    s = 0.0
+    while True:
+        s += rng.expovariate(1.0)
+        yield s
+
+
+@functools.lru_cache(maxsize=256)
+def poisson_count(seed: int, name: str, total: float) -> int:
+    """How many arrivals the seeded process puts before the integrated rate reaches ``total``."""
+    for n, s in enumerate(_unit_poisson(seed, name)):
+        if s >= total:
+            return n
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def arrival_offsets(
+    plan: LoadPlan, name: str, worker: int = 0, workers: int = 1
+) -> Iterator[tuple[float, int]]:
+    """``(seconds from the load's start, index)`` of the endpoint's requests this worker sends."""
+    ep = plan.endpoints[name]
+    profile = ep.profile(plan.total_s)
+    count = plan.planned_count(name)
+    if ep.arrivals == "uniform":
+        for i in range(worker, count, workers):
+            yield profile.time_at(i), i
+        return
+    for i, x in enumerate(_unit_poisson(plan.seed, name)):
+        if i >= count:
+            return
+        if i % workers == worker:
+            yield profile.time_at(min(x, profile.total * (1 - 1e-15))), i
+
+
+def schedule(
+    plan: LoadPlan, start_at: float, worker: int = 0, workers: int = 1
+) -> Iterator[tuple[float, str, int]]:
+    """Planned (Unix time, endpoint, index) of this worker's requests, in time order."""
+
+    def stream(name: str) -> Iterator[tuple[float, str, int]]:
+        for offset, i in arrival_offsets(plan, name, worker, workers):
+            yield start_at + offset, name, i
+
+    return heapq.merge(*(stream(name) for name in plan.endpoints))
+
+
+# ---------------------------------------------------------------- what each request carries
+
+
+class Paths:
+    """The path of each request of one endpoint, by index, drawn in index order.
+
+    Path parameters come from one seeded stream per endpoint, one draw per
+    request in index order, so a worker that sends only every N-th request
+    still draws (and skips) the others': the same index gets the same path
+    however the plan is split.
+    """
+
+    def __init__(self, seed: int, name: str, ep: EndpointPlan) -> None:
+        self.template = ep.path
+        self.params = list(ep.params.items())
+        self.rng = random.Random(f"{seed}:{name}")
+        self.next_index = 0
+
+    def path(self, index: int) -> str:
+        if not self.params:
+            return self.template
+        if index < self.next_index:
+            raise ValueError(f"paths are drawn in index order: {index} after {self.next_index - 1}")
+        values: dict[str, int] = {}
+        while self.next_index <= index:
+            values = {k: self.rng.randint(low, high) for k, (low, high) in self.params}
+            self.next_index += 1
+        return self.template.format(**values)
+
+
+def idempotency_key(seed: int, name: str, index: int) -> str:
+    """The request's Idempotency-Key: every build, and every worker, sends the same one, so the
+    gateway's seeded faults give every build the same fate for the same payment."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{name}/{index}"))

@@ -1,6 +1,6 @@
 """The proxy process's command line: one parser for ``python -m harness.proxy``, ``harness proxy``.
 
-Exit codes: 2 bad input (an address, a schedule), 3 a port cannot be bound.
+Exit codes: 2 bad input (an address, a port, a schedule), 3 a port cannot be bound.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import socket
 from collections.abc import Sequence
 
 from harness.core.errors import InputError, RunError
-from harness.core.serving import exit_for, serve_until_signalled
+from harness.core.net import fd_arg, inherited_socket, port_arg, raise_open_file_limit
+from harness.core.serving import exit_for, serve_until_signalled, t0_arg
 from harness.proxy.server import Proxy
 from harness.proxy.toxics import load_schedule
 
@@ -46,20 +47,20 @@ def parser(prog: str = "python -m harness.proxy") -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--t0",
-        type=float,
+        type=t0_arg,
         default=None,
         metavar="UNIX_S",
         help="Unix time the schedule counts from (default: now)",
     )
     p.add_argument(
         "--metrics-port",
-        type=int,
+        type=port_arg,
         metavar="PORT",
         default=None,
         help="serve GET /metrics on 127.0.0.1:PORT (0: any free port)",
     )
     p.add_argument(
-        "--fd", type=int, metavar="FD", help="an already bound, listening socket to accept on"
+        "--fd", type=fd_arg, metavar="FD", help="an already bound, listening socket to accept on"
     )
     return p
 
@@ -76,14 +77,15 @@ def serve(proxy: Proxy, metrics_port: int | None = None) -> None:
             line += f"; {len(proxy.schedule.phases)} phase(s) from t0={proxy.t0:.3f}"
         print(line + "; SIGTERM or Ctrl-C stops", flush=True)
 
-    serve_until_signalled(start, proxy.stop)
+    serve_until_signalled(start, proxy.stop, files=proxy.files)
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m harness.proxy") -> None:
     """Run the proxy until SIGTERM/SIGINT (exit 2: bad input, 3: it cannot listen)."""
     args = parser(prog).parse_args(argv)
-    sock = socket.socket(fileno=args.fd) if args.fd is not None else None
+    sock: socket.socket | None = None
     try:
+        sock = inherited_socket(args.fd) if args.fd is not None else None
         schedule = load_schedule(args.schedule) if args.schedule else None
         proxy = Proxy(
             args.listen, args.upstream, seed=args.seed, schedule=schedule, t0=args.t0, sock=sock
@@ -92,6 +94,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m harness.pr
         if sock is not None:
             sock.close()
         exit_for(exc, 2)
+    raise_open_file_limit()  # each connection holds two descriptors
     try:
         serve(proxy, args.metrics_port)
     except RunError as exc:

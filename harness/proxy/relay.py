@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from harness.core.fate import fate
-from harness.core.net import arm_reset
+from harness.core.net import OUT_OF_FILES, arm_reset
 from harness.core.precise_timer import PreciseTimer
 from harness.proxy.toxics import (
     HOLD_LIMIT_S,
@@ -92,6 +92,10 @@ class Host(Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run a task that the host keeps alive and cancels when it stops."""
+        ...
+
+    def out_of_files(self) -> None:
+        """A connection could not open its upstream socket: no file descriptor was left."""
         ...
 
 
@@ -202,8 +206,10 @@ class Connection:
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
                 await self.loop.create_connection(lambda: self.server, host, port)
-        except (OSError, TimeoutError):
+        except (OSError, TimeoutError) as exc:
             self.proxy.stats.upstream_errors += 1
+            if isinstance(exc, OSError) and exc.errno in OUT_OF_FILES:
+                self.proxy.out_of_files()
             self.close()
         else:
             self.up.resume("connect")

@@ -18,6 +18,12 @@ Safety: the listen, upstream and metrics addresses must be loopback. Each
 connection is a ``relay.Connection``, which reaches this server only through
 the small ``relay.Host`` protocol that ``Proxy`` implements. The process
 around it (options, signals, exit codes) is ``harness.proxy.main``.
+
+Open files: each connection holds two descriptors (client and upstream), so
+the proxy accepts only as many as its limit leaves room for; past that, new
+connections wait in the listen backlog until some close, and one line on
+stderr says so (``harness.core.net.OpenFiles``), instead of accepting clients
+it cannot connect upstream.
 """
 
 from __future__ import annotations
@@ -32,7 +38,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.core.errors import RunError
-from harness.core.net import BACKLOG, AddressError, is_loopback, parse_address
+from harness.core.net import (
+    BACKLOG,
+    AddressError,
+    GuardedSocket,
+    OpenFiles,
+    is_loopback,
+    parse_address,
+)
 from harness.core.precise_timer import PreciseTimer
 from harness.proxy.relay import Connection, Refuser, Stats
 from harness.proxy.toxics import ProxyConfigError, ProxyPhase, Schedule, Toxic, ToxicSet
@@ -50,6 +63,9 @@ class Proxy:
 
     Library use: ``port = await proxy.start()``, ``proxy.set_toxics([...])``,
     ``await proxy.stop()``. With a ``schedule``, its phases set the toxics.
+    At the open-file limit asyncio logs each pause of the listener unless the
+    loop's exception handler is ``proxy.files.exception_handler`` (the process
+    installs it).
     """
 
     def __init__(
@@ -62,6 +78,7 @@ class Proxy:
         t0: float | None = None,
         sock: socket.socket | None = None,
         max_connections: int = 10_000,
+        files: OpenFiles | None = None,
     ) -> None:
         if sock is not None:
             host, port = sock.getsockname()[:2]
@@ -86,6 +103,10 @@ class Proxy:
         self._last_id = 0
         self._servers: list[asyncio.Server] = []
         self._stopping = False
+        self.files = files or OpenFiles("proxy")
+        self._guard: GuardedSocket | None = None
+        self._opening = 0  # accepted connections not yet registered
+        self._fd_cap = 0  # connections that fit in the open-file limit (set at start)
         self.timer = PreciseTimer()
         """Latency toxics end a fraction of a millisecond late; asyncio's round up to 1 ms."""
 
@@ -100,6 +121,7 @@ class Proxy:
         return self._last_id
 
     def register(self, conn: Connection) -> None:
+        self._opening = max(0, self._opening - 1)
         self._conns.add(conn)
 
     def unregister(self, conn: Connection) -> None:
@@ -111,23 +133,38 @@ class Proxy:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def out_of_files(self) -> None:
+        self.files.hit()
+
     # -- life
 
+    def _room(self) -> bool:
+        """Whether one more connection (two descriptors) fits in the open-file limit."""
+        pending = self._guard.pending if self._guard is not None else 0
+        return len(self._conns) + self._opening + pending < self._fd_cap
+
     def _accept(self) -> asyncio.Protocol:
+        if self._guard is not None:
+            self._guard.settled()
         if self._stopping or len(self._conns) >= self.max_connections:
             self.stats.refused += 1
             return Refuser()
+        self._opening += 1
         return Connection(self).client
 
     async def start(self) -> int:
         """Listen (and start the schedule's clock unless ``t0`` was given); return the port."""
         loop = asyncio.get_running_loop()
         host, port = self.listen
+        self._fd_cap = self.files.budget(fds_per_connection=2)
         try:
             if self._sock is not None:
-                server = await loop.create_server(self._accept, sock=self._sock, backlog=BACKLOG)
+                sock, self._sock = self._sock, None
             else:
-                server = await loop.create_server(self._accept, host, port, backlog=BACKLOG)
+                family = socket.AF_INET6 if ":" in host else socket.AF_INET
+                sock = socket.create_server((host, port), family=family, backlog=BACKLOG)
+            self._guard = self.files.guard(sock, room=self._room)
+            server = await loop.create_server(self._accept, sock=self._guard, backlog=BACKLOG)
         except OSError as exc:
             raise RunError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._servers.append(server)
@@ -203,6 +240,8 @@ class Proxy:
              {f'{{toxic="{t}"}}': n for t, n in sorted(s.toxics_applied.items())}),
             ("upstream_errors_total", "counter", "Upstream unreachable.", {"": s.upstream_errors}),
             ("refused_total", "counter", "Connections refused.", {"": s.refused}),
+            ("out_of_files_total", "counter", "Times no file descriptor was left.",
+             {"": self.files.hits}),
             ("phase", "gauge", "Schedule phase in force.", {f'{{phase="{phase}"}}': 1}),
         ]  # fmt: skip
         out: list[str] = []
@@ -216,7 +255,9 @@ class Proxy:
         if not is_loopback(host):
             raise AddressError(f"metrics host {host}: only loopback addresses are allowed")
         try:
-            server = await asyncio.start_server(self._http, host, port)
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sock = self.files.guard(socket.create_server((host, port), family=family))
+            server = await asyncio.start_server(self._http, sock=sock)
         except OSError as exc:
             raise RunError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._servers.append(server)

@@ -16,10 +16,10 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.core.durations import Duration
-from harness.core.errors import InputError, Problem, ScenarioError
+from harness.core.errors import InputError, ScenarioError
 from harness.core.timeline import ordered_phases, phase_at
 from harness.core.yamlmodel import StrictModel as _Model
-from harness.core.yamlmodel import validate_yaml
+from harness.core.yamlmodel import display_name, read_text_file, validate_yaml
 
 Direction = Literal["upstream", "downstream"]
 Stream = Literal["upstream", "downstream", "both"]
@@ -173,11 +173,5 @@ def load_schedule_text(text: str, file: str = "<schedule>") -> Schedule:
 
 
 def load_schedule(path: str | Path) -> Schedule:
-    """Read and validate a schedule file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(
-            [Problem(str(path), None, None, "", f"cannot read: {exc.strerror}")]
-        ) from None
-    return load_schedule_text(text, str(path))
+    """Read and validate a schedule file (a FIFO, a device or a huge file is refused unread)."""
+    return load_schedule_text(read_text_file(path, what="schedule"), display_name(path))

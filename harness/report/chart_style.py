@@ -7,7 +7,6 @@ object-oriented API on an Agg canvas: no pyplot global state, no display.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from harness.analysis.format import seconds_tick
 from harness.core.timeline import fault_windows
+from harness.results.io import write_file_atomic
 from harness.scenario.faults import Phase
 from harness.scenario.schema import Scenario
 
@@ -79,9 +79,7 @@ def new_figure(nrows: int, row_height: float, sharex: bool = True) -> tuple[Figu
 
 def save(fig: Figure, path: Path) -> Path:
     """Render to a temporary name and rename, so a reader never sees half a PNG."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format="png", dpi=DPI)
-    os.replace(tmp, path)
+    write_file_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
     return path
 
 
@@ -151,4 +149,4 @@ def log_seconds_axis(ax: Axes) -> None:
 
 def endpoint_title(ax: Axes, scenario: Scenario, ep: str) -> None:
     e = scenario.traffic[ep]
-    ax.set_title(f"{ep} ({e.method} {e.path}, {e.rate:g}/s offered)", loc="left", fontsize=10)
+    ax.set_title(f"{ep} ({e.method} {e.path}, {e.shape()} offered)", loc="left", fontsize=10)

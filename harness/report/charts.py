@@ -25,14 +25,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
-from harness.analysis.series import PG_RECEIVED, canonical, preset_named, select
+from harness.analysis.replicas import as_frame, target_series
+from harness.analysis.series import PG_RECEIVED, select
 from harness.report.chart_style import (
     BUILD_COLOURS,
+    LEGEND_STYLE,
     NOTE_STYLE,
     Handle,
     Span,
@@ -67,14 +70,18 @@ CAPTIONS = {
     "time from the gateway's ledger, or from its counter at the scrape interval without one). "
     "Fault phases are shaded; a phase with repeating blips is shaded lightly, each blip darker.",
     "latency_over_time": "Latency (end minus intended start) p50/p95/p99 over a trailing "
-    "5 s window of requests, by intended start time, per endpoint.",
+    "5 s window of requests, by intended start time, per endpoint; an endpoint whose rate "
+    "ramps (stages) shows its offered rate as a thin grey line on the right-hand axis.",
     "latency_distribution": "Latency by percentile over the measured window (HDR-histogram "
     "style); the dot is the maximum.",
-    "breaker_state": "Circuit breaker state per build, as sampled at each metrics scrape.",
+    "breaker_state": "Circuit breaker state per build (one row per replica of a replicated "
+    "build: each has its own breaker), as sampled at each metrics scrape.",
 }
 """One line per chart saying what it shows, for reports that embed the PNGs."""
 
 QUANTILE_STYLE = {"p50": (0.50, ":"), "p95": (0.95, "--"), "p99": (0.99, "-")}
+OFFERED_STYLE: dict[str, Any] = {"color": "#777777", "lw": 1.0, "alpha": 0.8}
+"""The offered rate of a ramping endpoint, on the latency chart's right-hand axis."""
 ROLLING_WINDOW_S = 5.0
 MAX_WINDOWS = 600
 """Cap on rolling-window positions, so a 24 h scenario costs no more than a 10 min one."""
@@ -97,10 +104,15 @@ class _Build:
     """The gateway's own counter of calls received, index ``t`` relative."""
     pg_arrivals: Array
     """Arrival time of every call in the gateway's ledger, ``t`` relative (empty: no ledger)."""
+    replicas: list[pd.DataFrame]
+    """Each replica's canonical series like ``canon`` (``canon`` sums them); empty: one process."""
 
     def series(self, name: str) -> tuple[Array, Array]:
-        rows = self.canon[self.canon["series"] == name]
-        return rows["t"].to_numpy(dtype=float), rows["value"].to_numpy(dtype=float)
+        return _long_series(self.canon, name)
+
+    def replica_series(self, name: str) -> list[tuple[Array, Array]]:
+        """One ``series`` per replica (none for a build of one process)."""
+        return [_long_series(frame, name) for frame in self.replicas]
 
     def last_t(self) -> float:
         """The latest moment this build has data for (a scrape or a request's completion)."""
@@ -109,6 +121,11 @@ class _Build:
         if len(self.pg_arrivals):
             candidates.append(self.pg_arrivals.max())
         return max((float(c) for c in candidates if pd.notna(c)), default=-math.inf)
+
+
+def _long_series(canon: pd.DataFrame, name: str) -> tuple[Array, Array]:
+    rows = canon[canon["series"] == name]
+    return rows["t"].to_numpy(dtype=float), rows["value"].to_numpy(dtype=float)
 
 
 def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, Path]:
@@ -144,18 +161,23 @@ def _prepare(run: RunResult, scenario: Scenario) -> list[_Build]:
             }
         )
         canon = pd.DataFrame({"t": [], "series": [], "value": []})
+        replicas: list[pd.DataFrame] = []
         received = pd.Series(dtype=float)
         if len(b.metrics):
-            found = canonical(b.metrics, preset_named(b.preset))
+            target = target_series(b.metrics, b.info)  # a replicated build's: summed
+            found = as_frame(target.series)
             if len(found):
                 canon = found.assign(t=found["t"].astype(float) - t0)
+            replicas = [
+                (f := as_frame(one)).assign(t=f["t"].astype(float) - t0) for one in target.replicas
+            ]
             received = select(b.metrics, "pg", PG_RECEIVED)
             received.index = received.index.astype(float) - t0
         build = scenario.builds.get(b.build)
         label = f"{name} ({build.profile})" if build is not None else name
         colour = BUILD_COLOURS[i % len(BUILD_COLOURS)]
         arrivals = b.ledger["arrival"].to_numpy(dtype=float) - t0
-        builds.append(_Build(name, colour, label, samples, canon, received, arrivals))
+        builds.append(_Build(name, colour, label, samples, canon, received, arrivals, replicas))
     return builds
 
 
@@ -229,7 +251,11 @@ def _busy_workers(builds: list[_Build], scenario: Scenario, span: Span) -> Figur
     for b in builds:
         t, busy = b.series("busy_workers")
         if len(t):
-            ax.plot(t, busy, color=b.colour, lw=1.8, marker=".", ms=3, label=f"{b.label}: busy")
+            label = f"{b.label}: busy" + (", all replicas" if b.replicas else "")
+            ax.plot(t, busy, color=b.colour, lw=1.8, marker=".", ms=3, label=label)
+        for i, (rt, rbusy) in enumerate(b.replica_series("busy_workers")):
+            each = f"{b.label}: busy, each replica" if i == 0 else None
+            ax.plot(rt, rbusy, color=b.colour, lw=0.9, ls=":", label=each)
         _, mx = b.series("max_workers")
         if len(mx):
             pools[b.name] = float(mx.max())
@@ -330,13 +356,35 @@ def _latency_over_time(builds: list[_Build], scenario: Scenario, span: Span) -> 
                 ax.plot(ends, qs[:, j], color=b.colour, ls=style, lw=1.5)
         endpoint_title(ax, scenario, ep)
         ax.set_ylabel("latency (ms / s, log scale)")
+        offered = _offered_rate(ax, scenario, ep, span)
         if ax.lines:
             log_seconds_axis(ax)
-            legend(ax, _build_and_quantile_handles(builds))
+            handles = _build_and_quantile_handles(builds) + offered
+            if offered:  # past the right-hand axis's labels
+                ax.legend(handles=handles, **{**LEGEND_STYLE, "bbox_to_anchor": (1.07, 1.0)})
+            else:
+                legend(ax, handles)
         else:
             empty(ax, f"no finished {ep} requests")
         time_axes(ax, scenario, span, bottom=ax is axes[-1])
     return fig
+
+
+def _offered_rate(ax: Axes, scenario: Scenario, ep: str, span: Span) -> list[Handle]:
+    """A ramping endpoint's offered rate, thin and grey on a right-hand axis; its legend key.
+
+    A constant rate draws nothing: the panel's title says it.
+    """
+    profile = scenario.rate_profile(ep)
+    if profile.is_constant:
+        return []
+    t, rate = profile.drawn(span.start, span.end)
+    right = ax.twinx()
+    right.plot(t, rate, **OFFERED_STYLE)
+    right.set_ylim(0, max(max(rate), 1e-9) * 1.15)
+    right.set_ylabel("offered (req/s)", color=OFFERED_STYLE["color"], fontsize=8)
+    right.tick_params(axis="y", colors=OFFERED_STYLE["color"], labelsize=7)
+    return [Line2D([], [], label="offered rate (req/s, right axis)", **OFFERED_STYLE)]
 
 
 def _build_and_quantile_handles(builds: list[_Build]) -> list[Handle]:
@@ -388,26 +436,39 @@ def _latency_distribution(builds: list[_Build], scenario: Scenario, span: Span) 
     return fig
 
 
+def _breaker_rows(builds: list[_Build]) -> list[tuple[_Build, str, str, Array, Array]]:
+    """One band per build, or one per replica of a replicated build (each has its own
+    breaker): (build, label, name, scrape times, state codes)."""
+    rows: list[tuple[_Build, str, str, Array, Array]] = []
+    for b in builds:
+        if not b.replicas:
+            rows.append((b, b.label, b.name, *b.series("breaker_state")))
+            continue
+        for i, (t, state) in enumerate(b.replica_series("breaker_state")):
+            rows.append((b, f"{b.label} replica {i}", f"{b.name} replica {i}", t, state))
+    return rows
+
+
 def _breaker_state(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
-    """Breaker state per build as coloured bands (as sampled at each scrape)."""
-    fig, (ax,) = new_figure(1, 0.55 * max(2, len(builds)) + 0.6)
+    """Breaker state per build (per replica) as coloured bands (as sampled at each scrape)."""
+    rows = _breaker_rows(builds)
+    fig, (ax,) = new_figure(1, 0.55 * max(2, len(rows)) + 0.6)
     ax.set_title("Circuit breaker state (as sampled at each metrics scrape)")
     seen: set[int] = set()
-    for row, b in enumerate(builds):
-        t, state = b.series("breaker_state")
+    for row, (_, _, name, t, state) in enumerate(rows):
         if not len(t):
             whole = [(span.start, span.stop - span.start)]
             ax.broken_barh(whole, (row - 0.35, 0.7), facecolors="#f7f7f7", edgecolor="#cccccc")
-            ax.text((span.start + span.stop) / 2, row, f"{b.name}: no breaker", **NOTE_STYLE)
+            ax.text((span.start + span.stop) / 2, row, f"{name}: no breaker", **NOTE_STYLE)
             continue
         interval = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
         for code, bars in _state_bars(t, state, float(t[-1]) + interval).items():
             ax.broken_barh(bars, (row - 0.35, 0.7), facecolors=state_style(code)[1], lw=0)
             seen.add(code)
-    ax.set_yticks(range(len(builds)), [b.label for b in builds])
-    for tick, b in zip(ax.get_yticklabels(), builds, strict=True):
+    ax.set_yticks(range(len(rows)), [label for _, label, _, _, _ in rows])
+    for tick, (b, *_) in zip(ax.get_yticklabels(), rows, strict=True):
         tick.set_color(b.colour)
-    ax.set_ylim(max(1, len(builds)) - 0.5, -0.8)
+    ax.set_ylim(max(1, len(rows)) - 0.5, -0.8)
     if not builds:
         empty(ax, "no builds in this run")
     time_axes(ax, scenario, span, bottom=True)

@@ -15,7 +15,7 @@ from rich.table import Table
 from harness.analysis.combine import change_pct
 from harness.analysis.format import Unit, change
 from harness.analysis.format import figure as fmt
-from harness.analysis.model import BuildReport, Report
+from harness.analysis.model import BuildReport, Report, WindowFigures
 
 Getter = Callable[[BuildReport], float | None]
 
@@ -52,7 +52,24 @@ def headline_rows(report: Report) -> list[list[str]]:
     row("PG calls received", lambda b: b["pg"]["calls"])
     row("PG amplification", lambda b: b["pg"]["amplification"])
     row("PG amplification (fault)", lambda b: b["pg"]["amplification_fault"])
+    if any("resources" in report["builds"][b] for b in builds):  # docker builds: the cost
+        row("container CPU % mean", _resource("cpu_pct_mean"), "%")
+        row("container CPU % max", _resource("cpu_pct_max"), "%")
+        row("container CPU % mean (fault)", _resource("cpu_pct_mean_fault"), "%")
+        row("container memory MiB max", _resource("memory_bytes_max", 1 / 2**20, 0))
     return rows
+
+
+def _resource(
+    key: Literal["cpu_pct_mean", "cpu_pct_max", "cpu_pct_mean_fault", "memory_bytes_max"],
+    scale: float = 1.0,
+    digits: int = 1,
+) -> Getter:
+    def get(b: BuildReport) -> float | None:
+        value = b["resources"][key] if "resources" in b else None
+        return None if value is None else round(value * scale, digits)
+
+    return get
 
 
 def _latency(ep: str, q: Literal["p95", "p99", "max"]) -> Getter:
@@ -108,8 +125,22 @@ def markdown(report: Report) -> str:
                 f"{errors} |"
             )
         lines.append("")
-    lines += _phase_section(report) + _ledger_section(report)
+    lines += _phase_section(report) + _kept_section(report)
+    lines += _ledger_section(report) + _not_measured_section(report)
     return "\n".join(lines)
+
+
+def _not_measured_section(report: Report) -> list[str]:
+    """Why figures read ``-``: the series they come from never appeared (one line per reason)."""
+    lines: list[str] = []
+    for name, build in report["builds"].items():
+        by_reason: dict[str, list[str]] = {}
+        for figure, reason in build.get("not_measured", {}).items():
+            by_reason.setdefault(reason, []).append(figure)
+        for reason, figures in by_reason.items():
+            listed = ", ".join(f"`{f}`" for f in figures)
+            lines.append(f"- **{name}**: {listed}: {reason}")
+    return ["## Not measured", "", *lines, ""] if lines else []
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -156,6 +187,31 @@ def _phase_section(report: Report) -> list[str]:
         + _table(header, rows)
         + _table(["build", "time to open", "time to recover", "blocked while healthy"], timeline)
     )
+
+
+def _kept_section(report: Report) -> list[str]:
+    """Service kept (seed 004): per endpoint, the share answered 2xx and the share of it
+    answered from a cache, over the whole window and each phase. Absent for reports
+    written before these figures."""
+    builds = report["builds"]
+    endpoints = list(report["endpoints"])
+    if not any("kept_pct" in s for b in builds.values() for s in b["endpoints"].values()):
+        return []
+
+    def cell(window: WindowFigures | BuildReport, ep: str) -> str:
+        stats = window["endpoints"].get(ep)
+        if stats is None or "kept_pct" not in stats:
+            return "-"
+        return f"{fmt(stats['kept_pct'], '%')} / {fmt(stats.get('cached_pct'), '%')}"
+
+    rows = [["whole", build, *(cell(b, ep) for ep in endpoints)] for build, b in builds.items()]
+    for phase in report["phases"]:
+        for build, b in builds.items():
+            window = b.get("phases", {}).get(phase["name"])
+            if window is not None:
+                rows.append([phase["name"], build, *(cell(window, ep) for ep in endpoints)])
+    header = ["window", "build", *(f"{ep} kept / cached" for ep in endpoints)]
+    return ["## Service kept (answered 2xx / of which from a cache)", ""] + _table(header, rows)
 
 
 def _ledger_section(report: Report) -> list[str]:

@@ -1,22 +1,34 @@
-"""Run-folder IO: where a run writes, atomic writers, and the live CSV logs read into frames.
+"""Run-folder IO: where a run writes, the one writer of its files, and the live CSV logs read
+into frames.
 
 The run side writes through these and the results model reads back through
-them, so a file's columns and dtypes are defined once.
+them, so a file's columns and dtypes are defined once. Every file is written
+to a temporary name and renamed, and a failed write removes its temporary
+file and raises ``WriteError`` (a ``RunError``: exit 3) naming the file and
+why, "disk full: ..." when it is. ``RunFolder`` is a run's folder: probed
+before anything starts, locked while its run lives, with a little space held
+back so the manifest can still say how the run ended when the disk fills.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
 import platform
 import secrets
 import socket
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from harness.core.errors import RunError
 
 SAMPLE_DTYPES = {
     "endpoint": "string",
@@ -38,7 +50,11 @@ LEDGER_DTYPES = {
     "decision": "string",
     "duration_s": "float64",
     "client_gone": "bool",
+    "path": "string",
 }
+LEDGER_PATH_BEFORE_COLUMN = "/v1/payments/approve"
+"""The ``path`` of every row of a ledger written before the column: the gateway then served
+approve calls only."""
 PAYMENT_DTYPES = {
     "idempotency_key": "string",
     "amount": "int64",
@@ -71,19 +87,51 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def new_run_dir(root: Path, scenario_name: str) -> Path:
-    """Create a fresh run folder; the random suffix means two runs never share one."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_dir = root / scenario_name / f"{stamp}-{secrets.token_hex(3)}"
-    run_dir.mkdir(parents=True, exist_ok=False)
-    return run_dir
+class WriteError(RunError):
+    """A results file could not be written (a full disk, a read-only folder, a bad path)."""
+
+    def __init__(self, message: str, *, disk_full: bool = False) -> None:
+        super().__init__(message)
+        self.disk_full = disk_full
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+"""No space, no quota left, or over the process's file size limit: the disk is full for us."""
+
+
+def write_error(path: Path | str, exc: OSError) -> WriteError:
+    """``exc`` met while writing ``path``, said for a person: "disk full: cannot write ..."."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in _FULL:
+        return WriteError(f"disk full: cannot write {path}: {reason}", disk_full=True)
+    return WriteError(f"cannot write {path}: {reason}")
+
+
+def temporary_name(path: Path) -> Path:
+    """Where ``path`` is written before the rename (hidden, ends in ``.tmp``)."""
+    return path.with_name(f".{path.name}.tmp")
+
+
+def write_file_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` then rename to ``path``: a reader never sees half a file, and a failure
+    leaves no temporary file behind and raises ``WriteError``."""
+    tmp = temporary_name(path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(path, exc) from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write via a temporary name and rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_file_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -91,9 +139,170 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    write_file_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes we may still write on ``path``'s file system (root may use the reserved blocks)."""
+    st = os.statvfs(path)
+    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    return blocks * st.f_frsize
+
+
+def lock_dir(path: Path) -> int | None:
+    """An exclusive ``flock`` on folder ``path``: its descriptor, or ``None`` if another
+    process holds it. The kernel drops it when the holder dies, however it dies."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:  # a file system without flock: the caller's other checks decide
+        return fd
+    return fd
+
+
+def _size(n: float) -> str:
+    if n < 1024:
+        return f"{n:.0f} B"
+    return f"{n / 1024:.0f} KiB" if n < 1024**2 else f"{n / 1024**2:.1f} MiB"
+
+
+def _cannot(root: Path, exc: OSError) -> WriteError:
+    where = exc.filename or root
+    return WriteError(
+        f"cannot write results under {root}: {where}: {exc.strerror or exc}",
+        disk_full=exc.errno in _FULL,
+    )
+
+
+RESERVE_NAME = ".reserve"
+"""A file of ``RunFolder.RESERVE_BYTES`` a live run keeps, freed to write its last manifest."""
+LOW_WATER_BYTES = 64 * 1024
+"""Below this much free space the disk counts as full: the next sample or ledger row fails."""
+
+
+class RunFolder:
+    """A run's folder and the one way to write into it.
+
+    ``create`` probes the results root before anything starts (a folder we can
+    create, write and fill with what the run needs), so "cannot write here" is
+    a ``WriteError`` (exit 3) before a process starts, never a traceback half
+    way. While the run lives it holds an exclusive ``flock`` on the folder, so
+    ``harness clean`` can tell a live run from one whose orchestrator died,
+    and a ``.reserve`` file that ``save_manifest`` frees when the disk is full,
+    so the manifest can still say why the run stopped.
+    """
+
+    RESERVE_BYTES = 256 * 1024
+
+    def __init__(self, path: Path, lock_fd: int | None) -> None:
+        self.path = path
+        self._lock_fd = lock_fd
+        self.reserve = path / RESERVE_NAME
+
+    @classmethod
+    def create(cls, root: Path, scenario_name: str, need_bytes: int = 0) -> RunFolder:
+        """A fresh ``root/<scenario_name>/<UTC stamp>-<id>/``, locked, after probing ``root``.
+
+        Raises ``WriteError`` when ``root`` is not a folder we can write in (a file,
+        read-only, a path too long) or has less free space than ``need_bytes``.
+        """
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = root / scenario_name / f"{stamp}-{secrets.token_hex(3)}"
+        try:
+            if root.exists() and not root.is_dir():
+                raise WriteError(f"cannot write results under {root}: it is not a folder")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            free = free_bytes(path.parent)
+            if free < need_bytes + cls.RESERVE_BYTES:
+                raise WriteError(
+                    f"cannot write results under {root}: only {_size(free)} free, and this "
+                    f"run needs about {_size(need_bytes + cls.RESERVE_BYTES)}",
+                    disk_full=True,
+                )
+            path.mkdir()
+        except OSError as exc:
+            raise _cannot(root, exc) from exc
+        folder = cls(path, None)
+        try:
+            folder._lock_fd = lock_dir(path)
+            folder._hold_reserve()
+        except OSError as exc:
+            folder.close()
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            raise _cannot(root, exc) from exc
+        return folder
+
+    def _hold_reserve(self) -> None:
+        fd = os.open(self.reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            try:
+                os.posix_fallocate(fd, 0, self.RESERVE_BYTES)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                os.write(fd, b"\0" * self.RESERVE_BYTES)  # no fallocate here: real blocks
+        except OSError:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                self.reserve.unlink()
+            raise
+        os.close(fd)
+
+    def release_reserve(self) -> bool:
+        """Free the held-back space; ``True`` if there was some to free."""
+        try:
+            self.reserve.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def check_space(self) -> None:
+        """Raise ``WriteError`` (disk full) when the folder's disk has (almost) no space left."""
+        try:
+            free = free_bytes(self.path)
+        except OSError as exc:
+            raise write_error(self.path, exc) from exc
+        if free < LOW_WATER_BYTES:
+            raise WriteError(
+                f"disk full: {_size(free)} left on the disk of {self.path}", disk_full=True
+            )
+
+    def make_dir(self, name: str) -> Path:
+        """A fresh sub-folder (a build's)."""
+        path = self.path / name
+        try:
+            path.mkdir()
+        except OSError as exc:
+            raise write_error(path, exc) from exc
+        return path
+
+    def save_manifest(self, data: dict[str, Any]) -> None:
+        """Write ``manifest.json``; on a full disk, free the reserve and try once more."""
+        try:
+            write_json_atomic(self.path / "manifest.json", data)
+        except WriteError as exc:
+            if not (exc.disk_full and self.release_reserve()):
+                raise
+            write_json_atomic(self.path / "manifest.json", data)
+
+    def close(self) -> None:
+        """The run is over: give back the reserve and the lock."""
+        self.release_reserve()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def new_run_dir(root: Path, scenario_name: str) -> Path:
+    """Create a fresh run folder; the random suffix means two runs never share one."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = root / scenario_name / f"{stamp}-{secrets.token_hex(3)}"
+    run_dir.mkdir(parents=True, exist_ok=False)
+    return run_dir
 
 
 def empty_frame(dtypes: dict[str, str]) -> pd.DataFrame:
@@ -115,17 +324,69 @@ def samples_from_csv(csv_path: Path) -> pd.DataFrame:
     return frame.astype(SAMPLE_DTYPES)
 
 
+WORKER_COLUMN = "worker"
+"""Added to ``samples.parquet``: which Locust worker sent the request (0 for a single process)."""
+
+
+def live_sample_files(build_dir: Path) -> dict[int, Path]:
+    """A build's live sample logs by worker: ``samples.csv`` (a single Locust process, worker
+    0) or ``samples.<k>.csv`` (worker k of a distributed load)."""
+    found = {0: build_dir / "samples.csv"} if (build_dir / "samples.csv").exists() else {}
+    for path in build_dir.glob("samples.*.csv"):
+        k = path.name.removeprefix("samples.").removesuffix(".csv")
+        if k.isdigit():
+            found[int(k)] = path
+    return dict(sorted(found.items()))
+
+
+def merged_samples(build_dir: Path) -> pd.DataFrame:
+    """Every worker's samples in one frame with a ``worker`` column, by intended start."""
+    frames = [
+        samples_from_csv(path).assign(**{WORKER_COLUMN: k})
+        for k, path in live_sample_files(build_dir).items()
+    ]
+    if not frames:
+        return empty_frame({**SAMPLE_DTYPES, WORKER_COLUMN: "int64"})
+    if len(frames) == 1:
+        merged = frames[0]
+    else:
+        merged = pd.concat(frames, ignore_index=True)
+        merged = merged.sort_values("intended_start", kind="stable", ignore_index=True)
+    return merged.astype({WORKER_COLUMN: "int64"})
+
+
 def ledger_from_csv(csv_path: Path) -> pd.DataFrame:
-    """The gateway's ledger (one row per call it received), keeping only whole rows."""
+    """The gateway's ledger (one row per call it received), keeping only whole rows.
+
+    A ledger written before the ``path`` column reads with every row's path the
+    approve route's (``LEDGER_PATH_BEFORE_COLUMN``), the only one it served.
+    """
     if not csv_path.exists() or csv_path.stat().st_size == 0:
         return empty_frame(LEDGER_DTYPES)
     frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
+    if "path" in frame.columns:  # a row cut short lacks its last column (every path has a "/")
+        frame = frame[frame["path"].fillna("") != ""].copy()
+    else:
+        frame["path"] = LEDGER_PATH_BEFORE_COLUMN
     for col in ("arrival", "attempt", "status", "duration_s"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     frame = frame.dropna(subset=["arrival", "attempt", "status"])
     frame["duration_s"] = frame["duration_s"].astype(float)
     frame["client_gone"] = frame["client_gone"].str.lower().isin(("true", "1"))
     return frame[list(LEDGER_DTYPES)].astype(LEDGER_DTYPES)
+
+
+def keep_live_logs(build_dir: Path) -> dict[str, int]:
+    """Turn a build's live CSV logs into Parquet (``samples.parquet``, ``pg.parquet``).
+
+    What the load generator and the gateway appended while the build ran, cut
+    short or not; returns the row counts as the manifest records them.
+    """
+    samples = merged_samples(build_dir)
+    write_parquet_atomic(samples, build_dir / "samples.parquet")
+    ledger = ledger_from_csv(build_dir / "pg-ledger.csv")
+    write_parquet_atomic(ledger, build_dir / "pg.parquet")
+    return {"samples": len(samples), "pg_calls": len(ledger)}
 
 
 def payments_from_sqlite(db_path: Path) -> pd.DataFrame:

@@ -31,7 +31,7 @@ from harness.results.io import (
     PAYMENT_DTYPES,
     empty_frame,
     ledger_from_csv,
-    samples_from_csv,
+    merged_samples,
 )
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ class BuildResult:
 
     @property
     def preset(self) -> str | None:
-        """The metrics preset the manifest names (``analysis.series.preset_named`` reads it)."""
+        """The metrics preset the manifest names (``analysis.series.preset_for`` reads it, with
+        ``metrics_map`` and ``breaker``)."""
         name = self.info.get("preset")
         return None if name is None else str(name)
 
@@ -143,11 +144,7 @@ def load(run_dir: str | Path) -> RunResult:
         bdir = path / name
         samples_path = bdir / "samples.parquet"
         metrics_path = bdir / "metrics.parquet"
-        samples = (
-            pd.read_parquet(samples_path)
-            if samples_path.exists()
-            else samples_from_csv(bdir / "samples.csv")
-        )
+        samples = pd.read_parquet(samples_path) if samples_path.exists() else merged_samples(bdir)
         metrics = (
             pd.read_parquet(metrics_path)
             if metrics_path.exists()

@@ -1,2 +1,3 @@
-"""Orchestration of a run: targets (the Target seam), processes, load generator, scraper,
-events, manifest, and the experiment that composes them."""
+"""Orchestration of a run: targets (the Target seam), processes (each under an orphan guard),
+load generator, scraper, events, manifest, the experiment that composes them, and the
+cleanup that closes runs a crash left open."""

@@ -3,41 +3,75 @@
 For each build in turn: start the gateway and the build's target on fresh
 loopback ports, wait for health, start Locust, say go, watch progress while the
 scraper records metrics, drain, then stop every process and write the build's
-results. Whatever happens (a crash, Ctrl-C), processes are stopped and what
-was measured is written, and the manifest says how the run ended.
+results. Whatever happens (a crash, Ctrl-C, a full disk), processes are stopped
+and what was measured is written, and the manifest says how the run ended.
+Every file goes through the run's ``RunFolder``: a folder that cannot take
+the run fails before any process starts, and a disk that fills mid-run stops
+the build within a second of it, not at the end of the schedule.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from harness.analysis.series import Preset, Selector, preset_named
-from harness.core.errors import ProcessDied, RunError
+from harness.analysis.series import Preset, preset_for
+from harness.core.errors import RunError
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.load.plan import LoadPlan
 from harness.results.io import (
-    ledger_from_csv,
-    new_run_dir,
-    samples_from_csv,
+    RunFolder,
+    WriteError,
+    keep_live_logs,
     utc_now,
     write_json_atomic,
     write_parquet_atomic,
     write_text_atomic,
 )
-from harness.run.events import Progress, RunListener
-from harness.run.loadgen import READY_TIMEOUT_S, locust_argv, plan_for, read_progress
+from harness.run.events import RunListener
+from harness.run.health import check_metrics, log_tail, wait_healthy
+from harness.run.loadgen import (
+    EXTERNAL_READY_TIMEOUT_S,
+    LOAD_WORKER,
+    READY_TIMEOUT_S,
+    LoadWorkers,
+    free_port,
+    locust_argv,
+    master_argv,
+    plan_for,
+    read_progress,
+    worker_argv,
+)
 from harness.run.manifest import Manifest
-from harness.run.processes import ProcessGroup, shielded_from_signals, wait_http
+from harness.run.processes import Child, ProcessGroup, shielded_from_signals, wait_http
+from harness.run.registry import target_for
 from harness.run.scraper import Scraper
-from harness.run.targets import Launch, Target, TargetContext, target_for
-from harness.scenario.schema import LoadedScenario
+from harness.run.target_url import check_remote
+from harness.run.targets import Launch, Preflight, PreflightContext, Target, TargetContext
+from harness.run.watch import watch_load
+from harness.scenario.schema import LoadedScenario, Scenario
+
+BYTES_PER_REQUEST = 400
+"""Disk a planned request takes, all files together: its sample (CSV, then Parquet) and the
+gateway's ledger rows for it (CSV, then Parquet), with room for retries."""
+BYTES_PER_BUILD = 8 * 1024 * 1024
+"""Disk a build takes whatever its traffic: logs, plan, config, metrics, and the shop's
+SQLite write-ahead log (up to ~4 MiB before SQLite checkpoints it)."""
+
+
+def estimated_bytes(scenario: Scenario, runs: int) -> int:
+    """About how much disk ``runs`` builds of ``scenario`` write (checked before the run)."""
+    requests = sum(scenario.rate_profile(name).total for name in scenario.traffic)
+    return int(runs * (requests * BYTES_PER_REQUEST + BYTES_PER_BUILD))
 
 
 class Experiment:
@@ -50,19 +84,49 @@ class Experiment:
         listener: RunListener | None = None,
         builds: list[str] | None = None,
         repeat: int = 1,
+        allow_remote: bool = False,
+        load_workers: LoadWorkers | None = None,
     ) -> None:
         self.loaded = loaded
         self.scenario = loaded.scenario
         self.listener = listener or RunListener()
         self.build_names = builds or list(self.scenario.builds)
+        # Off-machine addresses need the scenario's and the caller's word (InputError, exit 2).
+        check_remote(self.scenario, self.build_names, allow_remote)
+        self.load_workers = load_workers or LoadWorkers()
+        """One Locust process, or a master and its workers (``harness run --workers``)."""
+        self.allow_remote = allow_remote and self.scenario.allow_remote
+        self.scenario_dir = Path(loaded.path).resolve().parent
+        """Where a build's relative paths start: the scenario file's folder, not the run's."""
+        # Each build's target once; one with something to check (a Docker engine and
+        # image) checks it now, before the run folder and before any process starts.
+        self.targets = {name: target_for(self.scenario.builds[name]) for name in self.build_names}
+        for name, target in self.targets.items():
+            if isinstance(target, Preflight):
+                target.preflight(PreflightContext(name, self.scenario.name, self.scenario_dir))
         self.repeat = repeat
-        self.run_dir = new_run_dir(results_root, self.scenario.name)
+        self.manifest_problem: WriteError | None = None
+        """Set when the manifest could not be updated with how the run ended."""
+        # Raises WriteError (exit 3) before anything starts if the folder cannot take the run.
+        self.folder = RunFolder.create(
+            results_root,
+            self.scenario.name,
+            estimated_bytes(self.scenario, len(self.build_names) * repeat),
+        )
+        self.run_dir = self.folder.path
         self.manifest = Manifest.begin(loaded, self.run_dir.name, repeat)
-        write_text_atomic(self.run_dir / "scenario.yaml", loaded.text)
-        self.save_manifest()
+        try:
+            write_text_atomic(self.run_dir / "scenario.yaml", loaded.text)
+            self.save_manifest()
+        except BaseException:
+            self.folder.close()
+            with contextlib.suppress(OSError):
+                (self.run_dir / "scenario.yaml").unlink(missing_ok=True)
+                self.run_dir.rmdir()
+            raise
 
     def save_manifest(self) -> None:
-        self.manifest.save(self.run_dir)
+        self.manifest.save(self.folder)
 
     def run(self) -> Path:
         """Run every build in turn; always leaves a manifest that says how it ended."""
@@ -71,6 +135,7 @@ class Experiment:
             for repetition in range(1, self.repeat + 1):
                 for name in self.build_names:
                     self._run_build(name, repetition)
+            self._end("completed", None)
         except KeyboardInterrupt:
             self._end("interrupted", "interrupted by the user (SIGINT)")
             raise
@@ -80,33 +145,42 @@ class Experiment:
         except BaseException as exc:
             self._end("failed", f"{type(exc).__name__}: {exc}")
             raise
-        self._end("completed", None)
+        finally:
+            self.folder.close()
         return self.run_dir
 
     def _end(self, status: str, error: str | None) -> None:
         self.manifest.end(status, error)
-        self.save_manifest()
+        try:
+            self.save_manifest()
+        except WriteError as exc:
+            if status == "completed":
+                raise
+            self.manifest_problem = exc  # the run's own error is what the user must see
 
     def _run_build(self, name: str, repetition: int = 1) -> None:
-        target = target_for(self.scenario.builds[name])
+        target = self.targets[name]
         key = name if self.repeat == 1 else f"{name}.r{repetition}"
-        bdir = self.run_dir / key
-        bdir.mkdir()
+        bdir = self.folder.make_dir(key)
         info: dict[str, Any] = {
             "build": name,
             "repetition": repetition,
             "status": "running",
             "started_at": utc_now(),
+            "kind": self.scenario.builds[name].kind,
             "preset": target.preset,
+            "metrics_map": dict(target.metrics_map),
+            "breaker": target.breaker,
         }
         self.manifest.builds[key] = info
         self.save_manifest()
         self.listener.build_started(key)
         scraper: Scraper | None = None
+        unsaved: RunError | None = None
         group = ProcessGroup(self.run_dir.name, bdir)
         try:
             scraper = self._start_processes(target, bdir, group, info)
-            self._drive_load(key, bdir, group, scraper, preset_named(target.preset), info)
+            self._drive_load(key, bdir, group, scraper, preset_for(info), info)
             info["status"] = "completed"
         except KeyboardInterrupt:
             info["status"] = "interrupted"
@@ -118,25 +192,37 @@ class Experiment:
         finally:
             with shielded_from_signals():
                 if scraper is not None:
-                    scraper.stop()
+                    # The load has finished and the processes still run: read every
+                    # counter once more (skipped when the build failed or was interrupted).
+                    scraper.stop(final=info["status"] == "completed")
                 group.stop_all()
-                self._save_build(bdir, scraper, target, info)
+                if info["status"] == "failed" and (tail := log_tail(group)) is not None:
+                    info["log_tail"] = tail
+                unsaved = self._save_build(bdir, scraper, target, info)
                 info["ended_at"] = utc_now()
                 self.save_manifest()
             self.listener.build_finished(key, info["status"])
+        if unsaved is not None:  # the build ran, but what it measured could not be kept
+            raise unsaved
 
     def _start_processes(
         self, target: Target, bdir: Path, group: ProcessGroup, info: dict[str, Any]
     ) -> Scraper:
         # The gateway gets two listeners: its API (which a `refuse` fault stops) and a
         # control port for /metrics and /__admin that always answers.
-        pg_sock, control_sock = listener(), listener(backlog=64)
+        pg_sock, control_sock = _gateway_listener(self.scenario.pg.port), listener(backlog=64)
         pg_url = f"http://{LOOPBACK}:{port_of(pg_sock)}"
         control_url = f"http://{LOOPBACK}:{port_of(control_sock)}"
         launch: Launch | None = None
         try:
             launch = target.prepare(
-                TargetContext(build_dir=bdir, pg_url=pg_url, run_id=self.run_dir.name)
+                TargetContext(
+                    build_dir=bdir,
+                    pg_url=pg_url,
+                    run_id=self.run_dir.name,
+                    scenario_dir=self.scenario_dir,
+                    client_timeout_s=max(e.timeout for e in self.scenario.traffic.values()),
+                )
             )
             info.update(
                 pg_url=pg_url,
@@ -144,6 +230,7 @@ class Experiment:
                 target_url=launch.url,
                 target_metrics_url=launch.metrics_url,
             )
+            info.update(launch.record)
             group.start(
                 "pg",
                 [sys.executable, "-m", "harness.gateway",
@@ -152,23 +239,39 @@ class Experiment:
                  "--ledger", str(bdir / "pg-ledger.csv")],
                 pass_fds=(pg_sock.fileno(), control_sock.fileno()),
             )  # fmt: skip
+            for process in launch.processes:  # a replicated build's replicas, then nginx
+                group.start(
+                    process.name,
+                    list(process.argv),
+                    pass_fds=process.pass_fds,
+                    env=dict(process.env),
+                    cwd=process.cwd,
+                )
             if launch.argv:
                 group.start(
-                    "target", list(launch.argv), pass_fds=launch.pass_fds, env=dict(launch.env)
+                    "target",
+                    list(launch.argv),
+                    pass_fds=launch.pass_fds,
+                    env=dict(launch.env),
+                    cwd=launch.cwd,
                 )
         finally:
             # The children hold their own copies; ours would keep the ports open after they stop.
             pg_sock.close()
             control_sock.close()
             if launch is not None:
-                for fd in launch.pass_fds:
+                for fd in (*launch.pass_fds, *(fd for p in launch.processes for fd in p.pass_fds)):
                     os.close(fd)
         info["processes"] = group.pids()
         self.save_manifest()
         wait_http(f"{control_url}/health", group, "pg")
-        for url in launch.health_urls:
-            wait_http(url, group, "target")
+        for process in launch.processes:
+            wait_healthy(replace(launch, health_urls=process.health_urls), group, process.name)
+        wait_healthy(launch, group)
+        if launch.metrics_url is not None:
+            check_metrics(launch.metrics_url)
         sources = {"target": launch.metrics_url} if launch.metrics_url else {}
+        sources.update(launch.extra_metrics)
         scraper = Scraper(
             {**sources, "pg": f"{control_url}/metrics"}, self.scenario.metrics.interval
         )
@@ -183,18 +286,17 @@ class Experiment:
         preset: Preset,
         info: dict[str, Any],
     ) -> None:
-        plan = plan_for(self.scenario, info["target_url"], bdir)
-        plan.write(bdir / "plan.json")
-        load = group.start(
-            "load", locust_argv(plan), env={"HARNESS_LOAD_PLAN": str(bdir / "plan.json")}
-        )
+        plan = plan_for(self.scenario, info["target_url"], bdir, self.load_workers.count)
+        write_json_atomic(bdir / "plan.json", plan.to_json())
+        load, ready_s = self._start_load(plan, bdir, group, info)
         info["processes"] = group.pids()
         progress_path = Path(plan.progress_path)
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + ready_s
         while read_progress(progress_path).get("state") != "ready":
+            self.folder.check_space()
             group.check_alive()
             if time.monotonic() > deadline:
-                raise RunError(f"Locust did not get ready within {READY_TIMEOUT_S:g}s")
+                raise RunError(_not_ready(self.load_workers, ready_s, read_progress(progress_path)))
             time.sleep(0.05)
         start_at = time.time() + 0.3
         t0 = start_at + plan.warmup_s
@@ -204,81 +306,95 @@ class Experiment:
         write_json_atomic(Path(plan.go_path), {"start_at": start_at})
         info.update(load_start=start_at, t0=t0)
         self.save_manifest()
-        self._watch(key, plan, start_at, group, scraper, preset, load.popen.poll)
-
-    def _watch(
-        self,
-        key: str,
-        plan: LoadPlan,
-        start_at: float,
-        group: ProcessGroup,
-        scraper: Scraper,
-        preset: Preset,
-        load_exit: Callable[[], int | None],
-    ) -> None:
-        """Emit progress every second until the load generator finishes; fail if a process dies."""
-        previous: dict[str, Any] = {}
-        hard_stop = start_at + plan.total_s + plan.drain_s + 30
-        while True:
-            time.sleep(1.0)
-            progress = read_progress(Path(plan.progress_path))
-            if progress.get("state") in ("finished", "interrupted") or load_exit() is not None:
-                break
-            group.check_alive("pg", "target")
-            if time.time() > hard_stop:
-                raise RunError("the load generator did not finish in time")
-            self.listener.progress(
-                _progress(key, plan, start_at, progress, previous, scraper, preset)
+        try:
+            watch_load(
+                self.folder,
+                self.listener,
+                key,
+                plan,
+                start_at,
+                group,
+                scraper,
+                preset,
+                load.popen.poll,
             )
-            previous = progress
-        code = load_exit()
-        if code not in (None, 0):
-            raise ProcessDied(f"Locust exited with code {code}; see {plan.progress_path}")
-        if progress.get("state") != "finished":
-            raise RunError(f"the load generator stopped early (state {progress.get('state')!r})")
+        finally:
+            if self.load_workers.distributed:  # what each worker sent, and how late
+                info["load_workers"] = read_progress(progress_path).get("workers", {})
+
+    def _start_load(
+        self, plan: LoadPlan, bdir: Path, group: ProcessGroup, info: dict[str, Any]
+    ) -> tuple[Child, float]:
+        """Start Locust (a master and its local workers, when distributed); how long to wait."""
+        env = {"HARNESS_LOAD_PLAN": str(bdir / "plan.json")}
+        spread = self.load_workers
+        if not spread.distributed:
+            return group.start("load", locust_argv(plan), env=env), READY_TIMEOUT_S
+        port = spread.port or free_port(spread.connect_host)
+        ready_s = EXTERNAL_READY_TIMEOUT_S if spread.external else READY_TIMEOUT_S
+        master = group.start("load", master_argv(plan, spread.bind_host, port, ready_s), env=env)
+        info["load_master"] = f"{spread.bind_host}:{port}"
+        info["load_external_workers"] = spread.external
+        if not spread.external:
+            worker_env = {"HARNESS_ALLOW_REMOTE": "1"} if self.allow_remote else {}
+            for k in range(spread.count):
+                group.start(
+                    f"{LOAD_WORKER}{k}", worker_argv(spread.connect_host, port), env=worker_env
+                )
+        return master, ready_s
 
     def _save_build(
         self, bdir: Path, scraper: Scraper | None, target: Target, info: dict[str, Any]
-    ) -> None:
-        samples = samples_from_csv(bdir / "samples.csv")
-        write_parquet_atomic(samples, bdir / "samples.parquet")
-        info["samples"] = len(samples)
+    ) -> RunError | None:
+        """Write the build's result files, each on its own, whatever happened before.
+
+        A file that cannot be written (a full disk) is said in ``info`` (and fails a
+        build that had completed); the first such error is returned, not raised, so
+        the manifest is written and the build's own error, if any, stays the one shown.
+        """
+        problems: list[RunError] = []
+
+        def attempt(step: Callable[[], object]) -> None:
+            try:
+                step()
+            except RunError as exc:
+                problems.append(exc)
+            except Exception as exc:  # a target's records unreadable (sqlite3.Error...)
+                problems.append(RunError(f"{type(exc).__name__}: {exc}"))
+
+        attempt(lambda: info.update(keep_live_logs(bdir)))
         if scraper is not None:
-            write_parquet_atomic(scraper.frame(), bdir / "metrics.parquet")
+            attempt(lambda: write_parquet_atomic(scraper.frame(), bdir / "metrics.parquet"))
             info["scrape_failures"] = dict(scraper.failures)
-        ledger = ledger_from_csv(bdir / "pg-ledger.csv")
-        write_parquet_atomic(ledger, bdir / "pg.parquet")
-        info["pg_calls"] = len(ledger)
-        target.collect(bdir)
+        attempt(lambda: target.collect(bdir))
+        if not problems:
+            return None
+        info["save_error"] = "; ".join(str(p) for p in problems)
+        if info["status"] == "completed":
+            info["status"] = "failed"
+            info["error"] = str(problems[0])
+        return problems[0]
 
 
-def _progress(
-    key: str,
-    plan: LoadPlan,
-    start_at: float,
-    now: dict[str, Any],
-    before: dict[str, Any],
-    scraper: Scraper,
-    preset: Preset,
-) -> Progress:
-    dt = max(1e-6, now.get("t", 0.0) - before.get("t", start_at))
-    sent_now: dict[str, int] = now.get("sent", {})
-    sent_before: dict[str, int] = before.get("sent", {})
-    achieved = {ep: (sent_now.get(ep, 0) - sent_before.get(ep, 0)) / dt for ep in plan.endpoints}
-    return Progress(
-        build=key,
-        elapsed_s=max(0.0, time.time() - start_at),
-        total_s=plan.total_s,
-        state=str(now.get("state", "?")),
-        offered_rps={ep: e.rate for ep, e in plan.endpoints.items()},
-        achieved_rps=achieved,
-        busy_workers=_latest(scraper, preset.busy_workers),
-        max_workers=_latest(scraper, preset.max_workers),
-        breaker_state=(
-            scraper.latest_state("target", preset.breaker_state) if preset.breaker_state else None
-        ),
-    )
+def _not_ready(spread: LoadWorkers, waited_s: float, progress: dict[str, Any]) -> str:
+    """Why the load generator is not ready, for the error of a run that gave up on it."""
+    if not spread.distributed:
+        return f"Locust did not get ready within {waited_s:g}s"
+    joined = len(progress.get("workers", {}))
+    text = f"{joined} of {spread.count} Locust workers joined within {waited_s:g}s"
+    if spread.external:
+        text += f"; start them with: harness worker --master {spread.connect_host}:<port>"
+    return text
 
 
-def _latest(scraper: Scraper, selector: Selector | None) -> float | None:
-    return scraper.latest_value("target", selector) if selector is not None else None
+def _gateway_listener(port: int | None) -> socket.socket:
+    """The gateway's API listener: on ``pg.port`` when the scenario fixes it, else a free port."""
+    if port is None:
+        return listener()
+    try:
+        return listener(port=port)
+    except OSError as exc:
+        raise RunError(
+            f"pg.port {port}: cannot listen on {LOOPBACK}:{port} ({exc.strerror}); "
+            "another process holds it, or the port needs privileges"
+        ) from None

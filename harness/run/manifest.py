@@ -2,18 +2,76 @@
 
 Someone who finds a run folder a year later can tell from it which scenario
 ran (a copy and its hash), with which harness on which host, and whether the
-run completed, was interrupted or failed. It is rewritten atomically at every
-step, so even a run killed half-way leaves one that says how far it got.
+run completed, was interrupted, failed or crashed. It is rewritten atomically
+at every step, so even a run killed half-way leaves one that says how far it
+got; it names the orchestrator process (pid, boot and start time), so a run
+left "running" by a crash can be told from a live one and closed later
+(``harness.run.cleanup``).
+
+Statuses: ``running`` (or its orchestrator died: see ``cleanup``),
+``completed``, ``interrupted`` (SIGINT/SIGTERM), ``failed`` (``error`` says
+why), ``crashed`` (the orchestrator died without closing the run, found and
+closed afterwards).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.results.io import harness_version, host_info, utc_now, write_json_atomic
+from harness.results.io import RunFolder, harness_version, host_info, utc_now
 from harness.scenario.schema import LoadedScenario
+
+STATUSES = ("running", "completed", "interrupted", "failed", "crashed")
+
+
+def boot_id() -> str | None:
+    """This boot of the machine (Linux); a pid recorded in another boot is not ours."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat``, field 22);
+    ``None`` if there is no such live process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if fields[0] == b"Z":  # dead, not yet reaped
+        return None
+    return int(fields[19])
+
+
+def process_identity(pid: int | None = None) -> dict[str, Any]:
+    """What tells this process (or ``pid``) apart from a later one that reuses its pid."""
+    pid = os.getpid() if pid is None else pid
+    return {"pid": pid, "boot_id": boot_id(), "start_ticks": start_ticks(pid)}
+
+
+def identity_alive(identity: dict[str, Any]) -> bool:
+    """Whether the process ``process_identity`` described is still running."""
+    pid = identity.get("pid")
+    if not isinstance(pid, int):
+        return False
+    recorded_boot = identity.get("boot_id")
+    if recorded_boot is not None and boot_id() is not None and recorded_boot != boot_id():
+        return False  # the machine rebooted since
+    if Path("/proc/self/stat").exists():
+        ticks = start_ticks(pid)
+        return ticks is not None and ticks == identity.get("start_ticks")
+    try:  # no /proc: the pid alone
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass
@@ -32,6 +90,8 @@ class Manifest:
     status: str = "running"
     ended_at: str | None = None
     error: str | None = None
+    orchestrator: dict[str, Any] = field(default_factory=process_identity)
+    """The ``harness run`` process (``process_identity``): alive while the run is."""
     builds: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
@@ -55,5 +115,5 @@ class Manifest:
         self.error = error
         self.ended_at = utc_now()
 
-    def save(self, run_dir: Path) -> None:
-        write_json_atomic(run_dir / "manifest.json", asdict(self))
+    def save(self, folder: RunFolder) -> None:
+        folder.save_manifest(asdict(self))

@@ -4,6 +4,12 @@ Each child gets its own session (process group) so a Ctrl-C at the terminal
 reaches only the orchestrator, which then stops the children in order and
 keeps what they measured. Every child carries ``HARNESS_RUN_ID`` in its
 environment so a leak can be found afterwards.
+
+Every child runs under ``orphan_guard.py``, which leads its process group and
+holds the read end of a pipe whose write end only the orchestrator has: if
+the orchestrator dies, even by ``kill -9``, the pipe closes and the guard
+stops the whole group (gunicorn's master and worker, Locust), so nothing of
+the run outlives it.
 """
 
 from __future__ import annotations
@@ -24,14 +30,25 @@ import httpx
 
 from harness.core.errors import ProcessDied, RunError
 
+GUARD = Path(__file__).with_name("orphan_guard.py")
+"""Runs each child; kills the child's whole process group when the orchestrator dies."""
+
+
+def guarded(argv: list[str], lifeline_fd: int) -> list[str]:
+    """``argv`` run under the orphan guard, which watches ``lifeline_fd`` for the parent's death."""
+    # -I -S: the guard needs only the standard library; it starts in milliseconds.
+    return [sys.executable, "-I", "-S", str(GUARD), str(lifeline_fd), "--", *argv]
+
 
 @dataclass
 class Child:
-    """One started process and where its output goes."""
+    """One started process (its guard, whose exit is the command's) and where its output goes."""
 
     name: str
     popen: subprocess.Popen[bytes]
     log_path: Path
+    lifeline: int | None = None
+    """Write end of the pipe the child's guard watches; closing it stops the child's group."""
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -56,20 +73,31 @@ class ProcessGroup:
         *,
         pass_fds: tuple[int, ...] = (),
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> Child:
         log_path = self.log_dir / f"{name}.log"
         child_env = {**os.environ, **(env or {}), "HARNESS_RUN_ID": self.run_id}
-        with open(log_path, "wb") as log:
-            popen = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                pass_fds=pass_fds,
-                env=child_env,
-                start_new_session=True,
-            )
-        child = Child(name, popen, log_path)
+        # Both ends are close-on-exec: only the guard inherits the read end (pass_fds),
+        # and no other child ever holds the write end, so its end-of-file means our death.
+        watch_end, lifeline = os.pipe()
+        try:
+            with open(log_path, "wb") as log:
+                popen = subprocess.Popen(
+                    guarded(argv, watch_end),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(*pass_fds, watch_end),
+                    env=child_env,
+                    cwd=cwd,
+                    start_new_session=True,
+                )
+        except BaseException:
+            os.close(lifeline)
+            raise
+        finally:
+            os.close(watch_end)
+        child = Child(name, popen, log_path, lifeline)
         self.children.append(child)
         return child
 
@@ -105,6 +133,9 @@ class ProcessGroup:
                 print(
                     f"harness: {child.name} (pid {child.popen.pid}) did not stop", file=sys.stderr
                 )
+            if child.lifeline is not None:  # its guard is gone: nothing watches it any more
+                os.close(child.lifeline)
+                child.lifeline = None
 
     def __enter__(self) -> ProcessGroup:
         return self

@@ -2,7 +2,9 @@
 
 It keeps every sample as read (``metrics.parquet``); mapping them to canonical
 series happens afterwards (``harness.analysis.series``). Its newest scrape also
-feeds the live progress line.
+feeds the live progress line. ``stop(final=True)`` takes one last scrape of
+every source once the load has finished, so the counters' last reading comes
+after the last request rather than up to an interval before it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from collections.abc import Callable, Mapping
 import httpx
 import pandas as pd
 
-from harness.analysis.series import METRIC_COLUMNS, Selector, labels_match, parse_text
+from harness.analysis.series import (
+    METRIC_COLUMNS,
+    Preset,
+    Selector,
+    breaker_state_now,
+    labels_match,
+    parse_text,
+)
 
 Clock = Callable[[], float]
 
@@ -44,6 +53,7 @@ class Scraper:
         self.latest: dict[str, list[tuple[float, str, str, str, float]]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def scrape_once(self) -> None:
         for source, url in self.sources.items():
@@ -70,10 +80,21 @@ class Scraper:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, final: bool = False) -> None:
+        """Stop the thread; with ``final``, then scrape every source once more before closing.
+
+        Call it with ``final=True`` after the load generator has finished and
+        before the processes stop. Stopping twice is harmless (the second does nothing).
+        """
+        if self._closed:
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        # A thread still inside a scrape (a source not answering) must not interleave with ours.
+        if final and (self._thread is None or not self._thread.is_alive()):
+            self.scrape_once()
+        self._closed = True
         self.client.close()
 
     def frame(self) -> pd.DataFrame:
@@ -84,12 +105,20 @@ class Scraper:
         rows = self.latest.get(source)
         if not rows:
             return None
+        present = {r[2] for r in rows}
+        name = next((n for n in selector.spellings() if n in present), None)
         total, found = 0.0, False
         for _, _, series, labels, value in rows:
-            if series == selector.series and labels_match(labels, selector.labels):
+            if series == name and labels_match(labels, selector.labels):
                 total += value
                 found = True
         return total if found else None
+
+    def breaker_state(self, source: str, preset: Preset) -> str | None:
+        """The breaker's state by ``preset`` (for live progress): from the newest scrape, or
+        from every scrape so far when the state is told by events (opossum)."""
+        rows = self.rows if preset.state_events else self.latest.get(source, [])
+        return breaker_state_now(preset, list(rows), source)
 
     def latest_state(self, source: str, series: str) -> str | None:
         for _, _, name, labels, value in self.latest.get(source, []):

@@ -4,12 +4,15 @@ Inside the harness, import from the defining submodule (``schema``,
 ``faults``, ``gates``, ``loader``); this face is for notebooks and users.
 """
 
+from harness.scenario.builds import CommandBuild, DockerBuild, UrlBuild
 from harness.scenario.faults import Fault, FaultOverride, PgSchedule, Phase
 from harness.scenario.loader import load_scenario, load_scenario_text
-from harness.scenario.schema import Build, Endpoint, LoadedScenario, Scenario
+from harness.scenario.schema import Build, Endpoint, LoadedScenario, Scenario, ShopBuild
 
 __all__ = [
     "Build",
+    "CommandBuild",
+    "DockerBuild",
     "Endpoint",
     "Fault",
     "FaultOverride",
@@ -17,6 +20,8 @@ __all__ = [
     "PgSchedule",
     "Phase",
     "Scenario",
+    "ShopBuild",
+    "UrlBuild",
     "load_scenario",
     "load_scenario_text",
 ]

@@ -15,6 +15,18 @@ from pydantic import Field, field_validator, model_validator
 from harness.core.durations import Duration
 from harness.core.timeline import ordered_phases
 from harness.core.yamlmodel import StrictModel
+from harness.scenario.bounds import (
+    MAX_DURATION_S,
+    MAX_FAULTS_PER_PHASE,
+    MAX_MIX_COMPONENTS,
+    MAX_PATH_CHARS,
+    MAX_PHASES,
+    MAX_SIGMA,
+    MAX_WEIGHT,
+    MIN_REPEAT_EVERY_S,
+    SafeName,
+    check_json,
+)
 
 HANG_LIMIT_S = 600.0
 """A hung call is released after this long even if the caller never gives up (bounded work).
@@ -56,7 +68,7 @@ class Match(StrictModel):
     tenant and spares the others.
     """
 
-    path: str | None = Field(None, pattern=r"^/")
+    path: str | None = Field(None, pattern=r"^/", max_length=MAX_PATH_CHARS)
     header: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("header", mode="before")
@@ -93,9 +105,9 @@ class _DelayParams(StrictModel):
     min: Duration | None = Field(None, le=HANG_LIMIT_S, description="uniform")
     max: Duration | None = Field(None, le=HANG_LIMIT_S, description="uniform")
     mean: Duration | None = Field(None, le=HANG_LIMIT_S, description="normal")
-    stddev: Duration | None = Field(None, description="normal")
+    stddev: Duration | None = Field(None, le=HANG_LIMIT_S, description="normal")
     median: Duration | None = Field(None, gt=0, le=HANG_LIMIT_S, description="lognormal")
-    sigma: float | None = Field(None, gt=0, description="lognormal, of log(delay)")
+    sigma: float | None = Field(None, gt=0, le=MAX_SIGMA, description="lognormal, of log(delay)")
 
     def _check_params(self, distribution: str) -> None:
         needs = _NEEDS[distribution]
@@ -120,7 +132,7 @@ class HealthyFault(_FaultBase):
 class LatencyComponent(_DelayParams):
     """One part of a ``mix``: chosen with probability ``weight`` / sum of weights."""
 
-    weight: float = Field(gt=0)
+    weight: float = Field(gt=0, le=MAX_WEIGHT)
     distribution: Literal["fixed", "uniform", "normal", "lognormal"]
 
     @model_validator(mode="after")
@@ -138,7 +150,7 @@ class LatencyFault(_FaultBase, _DelayParams):
 
     type: Literal["latency"]
     distribution: Literal["fixed", "uniform", "normal", "lognormal", "mix"] = "fixed"
-    mix: list[LatencyComponent] | None = Field(None, min_length=1)
+    mix: list[LatencyComponent] | None = Field(None, min_length=1, max_length=MAX_MIX_COMPONENTS)
     ramp_to: Duration | None = Field(
         None, le=HANG_LIMIT_S, description="fixed delay at the phase's end (linear from delay)"
     )
@@ -185,6 +197,11 @@ class ErrorFault(_FaultBase):
         None, le=24 * 3600, description="sent as a Retry-After header in whole seconds"
     )
 
+    @field_validator("body")
+    @classmethod
+    def _body_is_json(cls, body: Body | None) -> Body | None:
+        return check_json(body, "body")
+
     @field_validator("status", mode="before")
     @classmethod
     def _code_or_weights(cls, status: Any) -> Any:
@@ -209,6 +226,12 @@ class ErrorFault(_FaultBase):
             weightless = [f"{c}: {w:g}" for c, w in status.items() if not w > 0]
             if weightless:
                 raise ValueError(f"status weights must be positive, got {', '.join(weightless)}")
+            heavy = [f"{c}: {w:g}" for c, w in status.items() if w > MAX_WEIGHT]
+            if heavy:
+                raise ValueError(
+                    f"status weights are at most {MAX_WEIGHT:g} (their sum must stay finite), "
+                    f"got {', '.join(heavy)}"
+                )
         return status
 
 
@@ -219,6 +242,11 @@ class RejectFault(_FaultBase):
     status: int = Field(402, ge=400, le=499)
     body: Body | None = Field(None, description='default {"error": "INSUFFICIENT_BALANCE"}')
     retry_after: Duration | None = Field(None, le=24 * 3600)
+
+    @field_validator("body")
+    @classmethod
+    def _body_is_json(cls, body: Body | None) -> Body | None:
+        return check_json(body, "body")
 
 
 class ResetFault(_FaultBase):
@@ -288,7 +316,7 @@ def headline_fault(faults: list[Fault]) -> Fault:
 class Repeat(StrictModel):
     """Blips: inside its phase the fault is on only for the first ``for`` of every ``every``."""
 
-    every: Duration = Field(gt=0)
+    every: Duration = Field(ge=MIN_REPEAT_EVERY_S, le=MAX_DURATION_S)
     for_: Duration = Field(gt=0, alias="for")
 
     @model_validator(mode="after")
@@ -313,12 +341,15 @@ class Phase(StrictModel):
     non-healthy), so code that names a phase by ``fault.type`` keeps working.
     """
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    start: Duration
-    duration: Duration = Field(gt=0)
+    name: SafeName
+    start: Duration = Field(le=MAX_DURATION_S)
+    duration: Duration = Field(gt=0, le=MAX_DURATION_S)
     fault: Fault = Field(default_factory=_healthy, description="one fault")
     faults: list[Fault] = Field(
-        default_factory=list, min_length=1, description="several faults, combined in order"
+        default_factory=list,
+        min_length=1,
+        max_length=MAX_FAULTS_PER_PHASE,
+        description="several faults, combined in order",
     )
     repeat: Repeat | None = None
 
@@ -352,7 +383,7 @@ class FaultOverride(StrictModel):
     The same fault models as a scenario, minus what needs a phase (``ramp-to``).
     """
 
-    faults: list[Fault] = Field(min_length=1)
+    faults: list[Fault] = Field(min_length=1, max_length=MAX_FAULTS_PER_PHASE)
 
     @model_validator(mode="after")
     def _valid_without_a_phase(self) -> FaultOverride:
@@ -365,7 +396,14 @@ class FaultOverride(StrictModel):
 class PgSchedule(StrictModel):
     """The payment gateway the harness plays: its fault schedule (a scenario's ``pg:``)."""
 
-    phases: list[Phase] = Field(default_factory=list)
+    phases: list[Phase] = Field(default_factory=list, max_length=MAX_PHASES)
+    port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="fixed loopback port of the gateway (needed by url builds); "
+        "default: a free one per build",
+    )
 
     @field_validator("phases")
     @classmethod

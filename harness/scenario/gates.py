@@ -22,15 +22,28 @@ Without ``[phase]`` a figure covers the whole measured window, except busy
 workers and blocked calls per second, which cover the fault window. Names are
 checked against the scenario when it is validated, so a typo fails at
 ``harness validate``, not at the end of a 10-minute run.
+
+The parser is bounded, whatever it is given (a scenario, ``harness gate -g``):
+at most ``MAX_GATE_CHARS`` characters and ``MAX_GATE_TOKENS`` tokens, with
+parentheses and unary minus nested at most ``MAX_GATE_DEPTH`` deep.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.scenario.bounds import check_printable
 from harness.scenario.schema import Scenario
+
+MAX_GATE_CHARS = 1000
+"""A gate's text; real gates are under 100 characters."""
+MAX_GATE_TOKENS = 200
+"""Numbers, names, operators and brackets of one gate."""
+MAX_GATE_DEPTH = 32
+"""Parentheses and unary minus nested in one gate."""
 
 # ---------------------------------------------------------------- parsing
 
@@ -113,13 +126,19 @@ def _tokens(text: str) -> list[tuple[str, str, str | None]]:
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise GateSyntaxError(f"cannot read {text[pos:]!r} (at character {pos + 1})")
+            rest = text[pos:] if len(text) - pos <= 40 else text[pos : pos + 37] + "..."
+            raise GateSyntaxError(f"cannot read {rest!r} (at character {pos + 1})")
         pos = match.end()
         kind = match.lastgroup if match.lastgroup != "unit" else "num"
         if match.group("num") is not None:
             out.append(("num", match.group("num"), match.group("unit")))
         elif kind is not None:
             out.append((kind, match.group(kind), None))
+        if len(out) > MAX_GATE_TOKENS:
+            raise GateSyntaxError(
+                f"a gate has at most {MAX_GATE_TOKENS} numbers, names and operators; "
+                "split it into several gates"
+            )
     return out
 
 
@@ -130,6 +149,14 @@ class _Parser:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
+        self.depth = 0
+
+    def nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_GATE_DEPTH:
+            raise GateSyntaxError(
+                f"parentheses and minus signs nested more than {MAX_GATE_DEPTH} deep"
+            )
 
     def peek(self) -> tuple[str, str, str | None] | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -177,16 +204,24 @@ class _Parser:
         tok = self.peek()
         if tok is not None and tok[1] == "-":
             self.take()
-            return Neg(self.unary())
+            self.nest()
+            node = Neg(self.unary())
+            self.depth -= 1
+            return node
         return self.atom()
 
     def atom(self) -> Node:
         kind, value, unit = self.take()
         if kind == "num":
-            return Number(float(value) * _UNITS[unit])
+            number = float(value) * _UNITS[unit]
+            if not math.isfinite(number):
+                raise GateSyntaxError(f"the number {value[:20]}... is too large")
+            return Number(number)
         if value == "(":
+            self.nest()
             node = self.expr()
             self.expect(")")
+            self.depth -= 1
             return node
         if kind != "name":
             raise GateSyntaxError(f"expected a number or a figure, found {value!r}")
@@ -211,6 +246,14 @@ class _Parser:
 
 def parse_gate(text: str, name: str | None = None) -> Gate:
     """Parse one gate; raises ``GateSyntaxError`` with what was expected."""
+    if len(text) > MAX_GATE_CHARS:
+        raise GateSyntaxError(
+            f"a gate has at most {MAX_GATE_CHARS} characters, this one {len(text):,}"
+        )
+    try:
+        check_printable(text, "the gate")
+    except ValueError as exc:
+        raise GateSyntaxError(str(exc)) from None
     return _Parser(text).gate(name or text)
 
 
@@ -218,8 +261,16 @@ def parse_gate(text: str, name: str | None = None) -> Gate:
 
 LATENCY_FIGURES = ("p50", "p95", "p99", "max", "mean")
 """Latency statistics of an endpoint (``after.products.p95``)."""
-ENDPOINT_FIGURES = ("success_pct", "error_pct", "achieved_rps", "requests", "max_lateness_s")
-"""The other figures of an endpoint."""
+ENDPOINT_FIGURES = (
+    "success_pct",
+    "error_pct",
+    "kept_pct",
+    "cached_pct",
+    "achieved_rps",
+    "requests",
+    "max_lateness_s",
+)
+"""The other figures of an endpoint (``kept_pct``, ``cached_pct``: service kept, seed 004)."""
 BUSY_WORKER_FIGURES = ("max", "mean", "p50")
 """Statistics of busy workers (``after.busy_workers.p50``)."""
 TIMELINE_FIGURES = {
@@ -239,11 +290,14 @@ def figure_names(scenario: Scenario) -> list[str]:
     return names
 
 
-def check_gate(gate: Gate, scenario: Scenario) -> list[str]:
-    """Problems with the names a gate uses (builds, phases, figures), before anything runs."""
+def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) -> list[str]:
+    """Problems with the names a gate uses (builds, phases, figures), before anything runs.
+
+    ``known`` is ``set(figure_names(scenario))``, given when checking many gates.
+    """
     problems = []
     phases = {p.name for p in scenario.pg.phases}
-    known = set(figure_names(scenario))
+    known = set(figure_names(scenario)) if known is None else known
     for metric in gate.metrics():
         if metric.build not in scenario.builds:
             problems.append(
@@ -251,10 +305,18 @@ def check_gate(gate: Gate, scenario: Scenario) -> list[str]:
                 f"builds: {sorted(scenario.builds)}"
             )
         if metric.phase is not None and metric.phase not in phases:
-            problems.append(f"unknown phase {metric.phase!r}; phases: {sorted(phases)}")
+            problems.append(f"unknown phase {metric.phase!r}; phases: {_some(phases)}")
         name = ".".join(metric.path)
         if name not in known:
-            problems.append(f"unknown figure {name!r}; known: {', '.join(sorted(known))}")
+            problems.append(f"unknown figure {name!r}; known: {_some(known)}")
         elif metric.phase and (name in TIMELINE_FIGURES or name in ("max_workers", "pg.retries")):
             problems.append(f"figure {name!r} is not cut by phase; drop [{metric.phase}]")
     return problems
+
+
+def _some(names: set[str], limit: int = 40) -> str:
+    """Names for a message, sorted; a long list is cut (a scenario may have 100 endpoints)."""
+    shown = sorted(names)
+    if len(shown) <= limit:
+        return ", ".join(shown)
+    return ", ".join(shown[:limit]) + f", ... ({len(shown) - limit} more; see docs/scenario.md)"

@@ -2,7 +2,9 @@
 
 Validation is the models' own checks plus the gates: each gate is parsed and
 the builds, phases and figures it names are checked, so a typo fails at
-``harness validate`` rather than at the end of a long run.
+``harness validate`` rather than at the end of a long run. The file itself is
+refused before it is parsed when it is not a regular file of at most 1 MiB of
+UTF-8 text (``harness.core.yamlmodel.read_text_file``).
 """
 
 from __future__ import annotations
@@ -10,15 +12,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core.errors import Problem, ScenarioError
-from harness.core.yamlmodel import Validated, problem_at, validate_yaml
-from harness.scenario.gates import GateSyntaxError, check_gate, parse_gate
+from harness.core.yamlmodel import (
+    Validated,
+    display_name,
+    problem_at,
+    read_text_file,
+    validate_yaml,
+)
+from harness.scenario.builds import build_problems, folder_problems
+from harness.scenario.gates import GateSyntaxError, check_gate, figure_names, parse_gate
 from harness.scenario.schema import LoadedScenario, Scenario
 
 
-def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
-    """Validate scenario YAML text; raise ``ScenarioError`` listing every problem found."""
+def load_scenario_text(
+    text: str, file: str = "<scenario>", *, base_dir: Path | None = None
+) -> LoadedScenario:
+    """Validate scenario YAML text; raise ``ScenarioError`` listing every problem found.
+
+    With ``base_dir`` (the file's folder), the folders builds name are checked to exist there.
+    """
     done = validate_yaml(Scenario, text, file, expected="a mapping of scenario keys")
-    problems = done.problems + _gate_problems(done, file)
+    problems = done.problems + _gate_problems(done, file) + _build_problems(done, file, base_dir)
+    problems += [  # stages against the time line, at the stages' line
+        problem_at(file, done.node(path), ".".join(str(p) for p in path), message)
+        for path, message in done.model.traffic_problems()
+    ]
     if problems:
         raise ScenarioError(problems)
     return LoadedScenario(path=file, text=text, scenario=done.model)
@@ -27,9 +45,10 @@ def load_scenario_text(text: str, file: str = "<scenario>") -> LoadedScenario:
 def _gate_problems(done: Validated[Scenario], file: str) -> list[Problem]:
     """Parse every gate and check the builds, phases and figures it names."""
     problems = []
+    known = set(figure_names(done.model))
     for i, spec in enumerate(done.model.gate_specs()):
         try:
-            messages = check_gate(parse_gate(spec.expr, spec.name), done.model)
+            messages = check_gate(parse_gate(spec.expr, spec.name), done.model, known)
         except GateSyntaxError as exc:
             messages = [str(exc)]
         node = done.node(("gates", i, "expr"), ("gates", i))
@@ -37,13 +56,24 @@ def _gate_problems(done: Validated[Scenario], file: str) -> list[Problem]:
     return problems
 
 
-def load_scenario(path: str | Path) -> LoadedScenario:
-    """Read and validate a scenario file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(
-            [Problem(str(p), None, None, "", f"cannot read: {exc.strerror}")]
-        ) from None
-    return load_scenario_text(text, str(p))
+def _build_problems(done: Validated[Scenario], file: str, base_dir: Path | None) -> list[Problem]:
+    """Builds checked against the rest of the scenario (and the folders, given ``base_dir``)."""
+    s = done.model
+    found = build_problems(s.builds, pg_port=s.pg.port, allow_remote=s.allow_remote)
+    if base_dir is not None:
+        found += folder_problems(s.builds, base_dir)
+    return [
+        problem_at(file, done.node(path), ".".join(str(p) for p in path), message)
+        for path, message in found
+    ]
+
+
+def load_scenario(path: str | Path, *, check_folders: bool = False) -> LoadedScenario:
+    """Read and validate a scenario file (refused unread if it is not a small UTF-8 file).
+
+    ``check_folders``: also check that the folders its builds name exist, relative
+    to the file's folder (before a run; not when a run's own copy is read back).
+    """
+    text = read_text_file(path, what="scenario")
+    base_dir = Path(path).resolve().parent if check_folders else None
+    return load_scenario_text(text, display_name(path), base_dir=base_dir)

@@ -9,30 +9,104 @@ Time line: ``warmup`` runs first with a healthy gateway and is excluded from
 the statistics; the measured window of ``duration`` follows, and phase
 ``start`` times count from its beginning. The fault models are in
 ``harness.scenario.faults``; reading a file is ``harness.scenario.loader``.
+Every number is finite and bounded by what one machine can run
+(``harness.scenario.bounds``), and names and paths are checked once here.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
-from harness.core.durations import Duration
+from harness.core.durations import Duration, format_duration
+from harness.core.rates import RateProfile, peak_of_sum
 from harness.core.yamlmodel import StrictModel
+from harness.scenario.bounds import (
+    MAX_BUILDS,
+    MAX_DURATION_S,
+    MAX_ENDPOINT_RATE,
+    MAX_ENDPOINTS,
+    MAX_GATE_NAME_CHARS,
+    MAX_GATES,
+    MAX_PLANNED_REQUESTS,
+    MAX_REPLICAS,
+    MAX_SEED,
+    MAX_STAGES,
+    MAX_TEXT_CHARS,
+    MAX_TIMEOUT_S,
+    MAX_TOTAL_RATE,
+    MAX_WARMUP_S,
+    MAX_WINDOW,
+    SafeName,
+    check_json,
+    check_name,
+    check_path,
+    check_printable,
+)
+from harness.scenario.builds import CommandBuild, DockerBuild, UrlBuild, build_tag, one_kind
 from harness.scenario.faults import PgSchedule
+from harness.scenario.resilience import (
+    BreakerTypeSettings,
+    BulkheadSettings,
+    Composition,
+    Fallback,
+    LayerBlocks,
+    ThreadPoolBulkheadSettings,
+    TimeLimiterSettings,
+)
 
 # ---------------------------------------------------------------- traffic
 
 
+class Stage(StrictModel):
+    """One stage of a ramping rate (k6's ramping-arrival-rate): linear to ``target`` over
+    ``duration``, from the previous stage's target (the first from ``start-rate``)."""
+
+    duration: Duration = Field(gt=0, le=MAX_DURATION_S)
+    target: float = Field(ge=0, le=MAX_ENDPOINT_RATE, description="requests per second at its end")
+
+
 class Endpoint(StrictModel):
-    """One stream of requests at a constant arrival rate (open model)."""
+    """One stream of requests (open model): a constant ``rate`` or ramping ``stages``.
+
+    Stages count from the start of the measured window, like phases; the
+    warmup runs at ``start-rate``, and after the last stage the rate stays at
+    its target until the window ends. ``arrivals`` spaces the requests evenly
+    (``uniform``) or as a Poisson process of that rate, seeded by the scenario's
+    seed and the endpoint's name (every build gets the same arrival times).
+    """
 
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
-    path: str = Field(pattern=r"^/")
-    rate: float = Field(gt=0, le=10_000, description="requests per second")
-    timeout: Duration = Field(10.0, gt=0, description="client gives up after this")
+    path: str
+    rate: float | None = Field(
+        None, gt=0, le=MAX_ENDPOINT_RATE, description="requests per second (or give stages)"
+    )
+    stages: list[Stage] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_STAGES,
+        description="a ramping rate instead of rate: linear ramps from the start of the window",
+    )
+    start_rate: float | None = Field(
+        None, ge=0, le=MAX_ENDPOINT_RATE, description="stages: the rate during warmup (default 0)"
+    )
+    arrivals: Literal["uniform", "poisson"] = Field(
+        "uniform", description="evenly spaced, or a Poisson process (seeded)"
+    )
+    timeout: Duration = Field(
+        10.0, gt=0, le=MAX_TIMEOUT_S, description="client gives up after this"
+    )
     params: dict[str, tuple[int, int]] = Field(
         default_factory=dict, description="path parameters drawn uniformly from [low, high]"
     )
@@ -42,18 +116,63 @@ class Endpoint(StrictModel):
         False, description="this endpoint calls the gateway (used for amplification)"
     )
 
+    @field_validator("body")
+    @classmethod
+    def _body_is_json(cls, body: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_json(body, "body")
+
     @model_validator(mode="after")
     def _params_cover_path(self) -> Endpoint:
-        names = set(re.findall(r"{(\w+)}", self.path))
-        missing = names - set(self.params)
-        if missing:
-            raise ValueError(
-                f"path {self.path!r} uses {sorted(missing)} but params gives no range for it"
-            )
-        for name, (low, high) in self.params.items():
-            if low > high:
-                raise ValueError(f"params.{name}: low {low} is greater than high {high}")
+        # The load generator formats the path with str.format: every placeholder must be bound.
+        check_path(self.path, self.params)
         return self
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Endpoint:
+        if self.rate is not None and self.stages is not None:
+            raise ValueError(
+                "rate and stages both given: give rate (a constant rate) or stages (a ramping "
+                "rate), not both"
+            )
+        if self.rate is None and self.stages is None:
+            raise ValueError("give rate (requests per second) or stages (a ramping rate)")
+        if self.start_rate is not None and self.stages is None:
+            raise ValueError("start-rate applies to stages only; with rate, the rate is constant")
+        if self.stages is not None and not (
+            self.start_rate or any(stage.target > 0 for stage in self.stages)
+        ):
+            raise ValueError("every stage's target is 0 (and start-rate too): nothing is sent")
+        return self
+
+    @property
+    def stages_s(self) -> float:
+        """How long the stages last (0 for a constant rate)."""
+        return sum(stage.duration for stage in self.stages or ())
+
+    def rate_profile(self, warmup_s: float, duration_s: float) -> RateProfile:
+        """Requests per second in measured-window time, from ``-warmup_s`` to ``duration_s``."""
+        if self.stages is None:
+            assert self.rate is not None  # _one_shape
+            return RateProfile.constant(self.rate, -warmup_s, duration_s)
+        start = self.start_rate or 0.0
+        knots = [(-warmup_s, start)] if warmup_s > 0 else []
+        knots.append((0.0, start))
+        t = 0.0
+        for stage in self.stages:
+            t += stage.duration
+            knots.append((t, stage.target))
+        if t < duration_s:  # the last target holds until the window ends
+            knots.append((duration_s, self.stages[-1].target))
+        return RateProfile(tuple(knots))
+
+    def shape(self) -> str:
+        """The traffic in a few words, for reports: ``35/s`` or ``stages 0 -> 200/s, poisson``."""
+        if self.stages is None:
+            text = f"{self.rate:g}/s"
+        else:
+            targets = [self.start_rate or 0.0, *(s.target for s in self.stages)]
+            text = "stages " + " -> ".join(f"{r:g}" for r in targets) + "/s"
+        return text if self.arrivals == "uniform" else f"{text}, poisson"
 
 
 # ---------------------------------------------------------------- builds
@@ -62,58 +181,96 @@ class Endpoint(StrictModel):
 class PgClientSettings(StrictModel):
     """The target's HTTP client towards the gateway."""
 
-    connect_timeout: Duration = Field(1.0, gt=0)
-    read_timeout: Duration = Field(3.0, gt=0)
+    connect_timeout: Duration = Field(1.0, gt=0, le=MAX_TIMEOUT_S)
+    read_timeout: Duration = Field(3.0, gt=0, le=MAX_TIMEOUT_S)
 
 
 class RetrySettings(StrictModel):
     """Resilience4j ``resilience4j.retry.instances.<name>`` properties."""
 
     max_attempts: int = Field(3, ge=1, le=20)
-    wait_duration: Duration = 0.5
+    wait_duration: Duration = Field(0.5, le=MAX_TIMEOUT_S)
     enable_exponential_backoff: bool = False
-    exponential_backoff_multiplier: float = Field(2.0, ge=1)
-    exponential_max_wait_duration: Duration | None = None
+    exponential_backoff_multiplier: float = Field(2.0, ge=1, le=100)
+    exponential_max_wait_duration: Duration | None = Field(None, le=MAX_TIMEOUT_S)
     enable_randomized_wait: bool = False
     randomized_wait_factor: float = Field(0.5, ge=0, lt=1)
+    fallback: Fallback | None = Field(None, description="answers for the Retry's last error")
+
+    @model_validator(mode="after")
+    def _waits_are_bounded(self) -> RetrySettings:
+        cap = self.exponential_max_wait_duration
+        if cap is not None and cap < self.wait_duration:
+            raise ValueError(
+                f"exponential-max-wait-duration ({cap:g}s) is shorter than wait-duration "
+                f"({self.wait_duration:g}s)"
+            )
+        if self.enable_exponential_backoff and cap is None:
+            # The wait before the last attempt, as the shop computes it.
+            longest = self.wait_duration * self.exponential_backoff_multiplier ** max(
+                0, self.max_attempts - 2
+            )
+            if longest > MAX_TIMEOUT_S:
+                raise ValueError(
+                    f"the wait before attempt {self.max_attempts} would be "
+                    f"{format_duration(longest)}; at most {format_duration(MAX_TIMEOUT_S)}: "
+                    "set exponential-max-wait-duration, or fewer max-attempts"
+                )
+        return self
 
 
-class CircuitBreakerSettings(StrictModel):
-    """Resilience4j ``resilience4j.circuitbreaker.instances.<name>`` properties."""
+class CircuitBreakerSettings(BreakerTypeSettings):
+    """Resilience4j ``resilience4j.circuitbreaker.instances.<name>`` properties (and
+    ``type: naive``'s, ``harness.scenario.resilience``)."""
 
     sliding_window_type: Literal["COUNT_BASED", "TIME_BASED"] = "COUNT_BASED"
-    sliding_window_size: int = Field(100, ge=1)
-    minimum_number_of_calls: int = Field(100, ge=1)
+    sliding_window_size: int = Field(100, ge=1, le=MAX_WINDOW)
+    minimum_number_of_calls: int = Field(100, ge=1, le=MAX_WINDOW)
     failure_rate_threshold: float = Field(50.0, gt=0, le=100)
     slow_call_rate_threshold: float = Field(100.0, gt=0, le=100)
-    slow_call_duration_threshold: Duration = Field(60.0, gt=0)
-    wait_duration_in_open_state: Duration = Field(60.0, gt=0)
-    permitted_number_of_calls_in_half_open_state: int = Field(10, ge=1)
+    slow_call_duration_threshold: Duration = Field(60.0, gt=0, le=MAX_DURATION_S)
+    wait_duration_in_open_state: Duration = Field(60.0, gt=0, le=MAX_DURATION_S)
+    permitted_number_of_calls_in_half_open_state: int = Field(10, ge=1, le=MAX_WINDOW)
     automatic_transition_from_open_to_half_open_enabled: bool = False
-    max_wait_duration_in_half_open_state: Duration = 0.0
+    max_wait_duration_in_half_open_state: Duration = Field(0.0, le=MAX_DURATION_S)
 
 
-class Resilience4j(StrictModel):
+class Resilience4j(LayerBlocks):
     """The resilience settings of one build, as a ``resilience4j:`` block would give them."""
 
     retry: RetrySettings = Field(default_factory=RetrySettings)
     circuitbreaker: CircuitBreakerSettings | None = None
+    bulkhead: BulkheadSettings | None = None
+    thread_pool_bulkhead: ThreadPoolBulkheadSettings | None = None
+    timelimiter: TimeLimiterSettings | None = None
+    fallback: Fallback | None = Field(None, description="outermost: around every layer")
 
 
 Profile = Literal["retry-only", "retry-circuit-breaker"]
 
 
-class Build(StrictModel):
-    """One variant of the service under test."""
+class ShopBuild(StrictModel):
+    """A build of the reference shop (``targets/shop``): its resilience profile and settings."""
 
+    kind: ClassVar[str] = "shop"
     target: Literal["shop"] = Field("shop", description="the reference target in targets/shop")
     profile: Profile
     workers: int = Field(200, ge=1, le=2000, description="request threads (Tomcat max-threads)")
+    replicas: int = Field(
+        1,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="shop processes behind one nginx (round robin), each with its own pool "
+        "and breaker; 1: the shop alone, no load balancer",
+    )
     pg_client: PgClientSettings = Field(default_factory=PgClientSettings)
     resilience4j: Resilience4j = Field(default_factory=Resilience4j)
+    resilience: Composition = Field(
+        None, description="the layers, outermost first; default: Resilience4j's aspect order"
+    )
 
     @model_validator(mode="after")
-    def _profile_matches_settings(self) -> Build:
+    def _profile_matches_settings(self) -> ShopBuild:
         cb = self.resilience4j.circuitbreaker
         if self.profile == "retry-only" and cb is not None:
             raise ValueError(
@@ -123,6 +280,17 @@ class Build(StrictModel):
         if self.profile == "retry-circuit-breaker" and cb is None:
             self.resilience4j.circuitbreaker = CircuitBreakerSettings()
         return self
+
+
+Build = Annotated[
+    Annotated[ShopBuild, Tag("<shop>")]
+    | Annotated[CommandBuild, Tag("<command>")]
+    | Annotated[DockerBuild, Tag("<docker>")]
+    | Annotated[UrlBuild, Tag("<url>")],
+    Discriminator(build_tag),
+    BeforeValidator(one_kind),
+]
+"""One variant of the service under test, exactly one kind (``harness.scenario.builds``)."""
 
 
 class MetricsSettings(StrictModel):
@@ -137,8 +305,14 @@ class MetricsSettings(StrictModel):
 class GateSpec(StrictModel):
     """A named gate; a bare string in ``gates:`` is a gate named by its own text."""
 
-    name: str | None = None
+    name: str | None = Field(None, max_length=MAX_GATE_NAME_CHARS)
     expr: str = Field(min_length=3)
+
+    @field_validator("name")
+    @classmethod
+    def _name_prints(cls, name: str | None) -> str | None:
+        # Shown in tables and written into JUnit XML, where a control character is invalid.
+        return None if name is None else check_printable(name, "a gate's name")
 
 
 # ---------------------------------------------------------------- scenario
@@ -147,18 +321,24 @@ class GateSpec(StrictModel):
 class Scenario(StrictModel):
     """A whole experiment: load, faults and the builds to compare."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = ""
-    seed: int = 0
-    warmup: Duration = Field(5.0, ge=0)
-    duration: Duration = Field(gt=0, le=24 * 3600)
-    drain: Duration | None = Field(None, ge=0, description="max wait for in-flight requests")
-    traffic: dict[str, Endpoint] = Field(min_length=1)
+    name: SafeName = Field(description="names the results folder")
+    description: str = Field("", max_length=MAX_TEXT_CHARS)
+    seed: int = Field(0, ge=0, lt=MAX_SEED)
+    warmup: Duration = Field(5.0, ge=0, le=MAX_WARMUP_S)
+    duration: Duration = Field(gt=0, le=MAX_DURATION_S)
+    drain: Duration | None = Field(
+        None, ge=0, le=MAX_TIMEOUT_S, description="max wait for in-flight requests"
+    )
+    traffic: dict[str, Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
     pg: PgSchedule = Field(default_factory=PgSchedule)
-    builds: dict[str, Build] = Field(min_length=1)
+    builds: dict[str, Build] = Field(min_length=1, max_length=MAX_BUILDS)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    allow_remote: bool = Field(
+        False, description="url builds may be off loopback (harness run needs --allow-remote too)"
+    )
     gates: list[str | GateSpec] = Field(
         default_factory=list,
+        max_length=MAX_GATES,
         description="comparisons that fail the run (exit 1); see harness/scenario/gates.py",
     )
 
@@ -169,9 +349,26 @@ class Scenario(StrictModel):
     @classmethod
     def _names_are_safe(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
-            if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-                raise ValueError(f"name {name!r} may only use letters, digits, '-' and '_'")
+            check_name(name, dots=False)
         return value
+
+    @model_validator(mode="after")
+    def _load_fits_one_machine(self) -> Scenario:
+        if any(e.stages_s > self.duration + 1e-9 for e in self.traffic.values()):
+            return self  # said at the stages' line (traffic_problems)
+        profiles = [self.rate_profile(name) for name in self.traffic]
+        total_rate = peak_of_sum(profiles)
+        if total_rate > MAX_TOTAL_RATE:
+            raise ValueError(
+                f"the endpoints' rates add up to {total_rate:g}/s; at most {MAX_TOTAL_RATE:g}/s"
+            )
+        planned = sum(p.total for p in profiles)
+        if planned > MAX_PLANNED_REQUESTS:
+            raise ValueError(
+                f"each build would send {planned:,.0f} requests (rates x (warmup + duration)); "
+                f"at most {MAX_PLANNED_REQUESTS:,}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _phases_fit(self) -> Scenario:
@@ -182,6 +379,29 @@ class Scenario(StrictModel):
                     f"{self.duration:g}s"
                 )
         return self
+
+    def rate_profile(self, endpoint: str) -> RateProfile:
+        """The endpoint's offered rate over the load, in measured-window time."""
+        return self.traffic[endpoint].rate_profile(self.warmup, self.duration)
+
+    def offered_rps(self, endpoint: str, start_s: float, end_s: float) -> float:
+        """The endpoint's mean offered rate over ``[start_s, end_s)`` of the measured window."""
+        return self.rate_profile(endpoint).mean(start_s, end_s)
+
+    def traffic_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Traffic checked against the time line: (YAML path, message) of each problem."""
+        found: list[tuple[tuple[str | int, ...], str]] = []
+        for name, ep in self.traffic.items():
+            if ep.stages_s > self.duration + 1e-9:
+                found.append(
+                    (
+                        ("traffic", name, "stages"),
+                        f"the stages last {format_duration(ep.stages_s)}, longer than the "
+                        f"measured window (duration {format_duration(self.duration)}); stages "
+                        "count from its start, like phases",
+                    )
+                )
+        return found
 
     @property
     def drain_s(self) -> float:

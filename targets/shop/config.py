@@ -7,29 +7,74 @@ where to listen and which gateway to call::
     {"profile": "retry-circuit-breaker", "workers": 200,
      "pg-client": {"connect-timeout": 1.0, "read-timeout": 3.0},
      "resilience4j": {"retry": {"max-attempts": 2, "wait-duration": 0.1, ...},
-                      "circuitbreaker": {"sliding-window-size": 10, ...}},
+                      "circuitbreaker": {"type": "resilience4j",
+                                         "sliding-window-size": 10, ...,
+                                         "fallback": {"kind": "value", ...}},
+                      "bulkhead": {"max-concurrent-calls": 10, "max-wait-duration": 0.0},
+                      "thread-pool-bulkhead": null, "timelimiter": null,
+                      "fallback": null},
+     "resilience": ["retry", "circuit-breaker", "bulkhead"],
      "pg-url": "http://127.0.0.1:41234", "listen-fd": 5, "metrics-fd": 6,
      "db-path": "results/.../shop.sqlite"}
 
 This module is the only place that turns those names into the shop's own
 config objects: ``wait-duration`` becomes ``wait_duration_s`` by one rule (kebab
 to snake case, plus ``_s`` where the field holds seconds), not a list per
-field. The shop is a service of its own and never imports the harness.
+field. Three keys are not settings of a layer and are taken out first: a
+block's ``fallback`` (the fallback attached to that layer, in
+``ShopConfig.fallbacks``), the breaker's ``type`` (which config its settings
+build: the other type's keys, written with their defaults, are dropped), and
+the top-level ``fallback`` (the outermost one). ``resilience`` is the
+composition, outermost first; without it, Resilience4j's default order over
+the configured layers (``ShopConfig.layers``). The shop is a service of its own
+and never imports the harness.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from targets.shop.resilience import CircuitBreakerConfig, RetryConfig
+from targets.shop.resilience import (
+    BulkheadConfig,
+    CircuitBreakerConfig,
+    FallbackConfig,
+    NaiveCircuitBreakerConfig,
+    RetryConfig,
+    ThreadPoolBulkheadConfig,
+    TimeLimiterConfig,
+    resolve_order,
+)
+from targets.shop.resilience.decorators import (
+    BULKHEAD,
+    CIRCUIT_BREAKER,
+    RETRY,
+    THREAD_POOL_BULKHEAD,
+    TIME_LIMITER,
+)
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 Profile = Literal["retry-only", "retry-circuit-breaker"]
+
+OUTERMOST = "outermost"
+"""Where the top-level ``fallback`` sits: around the whole composition."""
+
+BLOCKS = {
+    "retry": RETRY,
+    "circuitbreaker": CIRCUIT_BREAKER,
+    "timelimiter": TIME_LIMITER,
+    "bulkhead": BULKHEAD,
+    "thread-pool-bulkhead": THREAD_POOL_BULKHEAD,
+}
+"""``resilience4j:`` block (Spring's property prefix) -> layer name in ``resilience``
+(the name of Resilience4j's ``*-aspect-order`` property)."""
+
+BreakerConfig = CircuitBreakerConfig | NaiveCircuitBreakerConfig
 
 
 @dataclass(frozen=True)
@@ -42,7 +87,14 @@ class ShopConfig:
     connect_timeout_s: float = 1.0
     read_timeout_s: float = 3.0
     retry: RetryConfig = field(default_factory=RetryConfig)
-    circuitbreaker: CircuitBreakerConfig | None = None
+    circuitbreaker: BreakerConfig | None = None
+    bulkhead: BulkheadConfig | None = None
+    thread_pool_bulkhead: ThreadPoolBulkheadConfig | None = None
+    timelimiter: TimeLimiterConfig | None = None
+    fallbacks: Mapping[str, FallbackConfig] = field(default_factory=dict)
+    """Fallbacks by the layer they are attached to; ``OUTERMOST``: around everything."""
+    resilience: tuple[str, ...] | None = None
+    """The composition as given, outermost first; None: Resilience4j's default order."""
     db_path: str = ":memory:"
     products: int = 1000
     listen_fd: int | None = None
@@ -57,20 +109,74 @@ class ShopConfig:
             raise ValueError("workers must be at least 1")
         if self.profile == "retry-circuit-breaker" and self.circuitbreaker is None:
             object.__setattr__(self, "circuitbreaker", CircuitBreakerConfig())
+        if self.resilience is not None:
+            object.__setattr__(self, "resilience", tuple(self.resilience))
+        layers = self.layers  # checks the composition
+        for layer in self.fallbacks:
+            if layer != OUTERMOST and layer not in layers:
+                raise ValueError(f"a fallback on {layer!r}, which is not in the composition")
+
+    @property
+    def configured(self) -> frozenset[str]:
+        """The layers this config has settings for (Retry always: it has defaults)."""
+        found = {RETRY}
+        if self.profile == "retry-circuit-breaker":
+            found.add(CIRCUIT_BREAKER)
+        for layer, settings in (
+            (TIME_LIMITER, self.timelimiter),
+            (BULKHEAD, self.bulkhead),
+            (THREAD_POOL_BULKHEAD, self.thread_pool_bulkhead),
+        ):
+            if settings is not None:
+                found.add(layer)
+        return frozenset(found)
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The composition, outermost first (``resilience``, or the default order)."""
+        return resolve_order(self.resilience, self.configured)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ShopConfig:
         """Read the settings as the harness writes them (see the module's docstring)."""
         data = dict(data)
         data.pop("target", None)  # which kind of target the harness started: this one
-        resilience = data.pop("resilience4j", None) or {}
+        blocks = dict(data.pop("resilience4j", None) or {})
         client = data.pop("pg-client", None) or {}  # its timeouts are the shop's own fields
-        cb = resilience.get("circuitbreaker")
+        unknown = sorted(set(blocks) - set(BLOCKS) - {"fallback"})
+        if unknown:
+            raise ValueError(f"resilience4j: unknown block {unknown[0]!r}")
+        fallbacks: dict[str, FallbackConfig] = {}
+        outermost = blocks.pop("fallback", None)
+        if outermost is not None:
+            fallbacks[OUTERMOST] = _build(FallbackConfig, outermost)
+        settings: dict[str, dict[str, Any]] = {}
+        for key, layer in BLOCKS.items():
+            block = blocks.get(key)
+            if block is None:
+                continue
+            block = dict(block)
+            fallback = block.pop("fallback", None)
+            if fallback is not None:
+                fallbacks[layer] = _build(FallbackConfig, fallback)
+            settings[key] = block
+        optional = {
+            "bulkhead": BulkheadConfig,
+            "thread-pool-bulkhead": ThreadPoolBulkheadConfig,
+            "timelimiter": TimeLimiterConfig,
+        }
+        cb = settings.get("circuitbreaker")
         return _build(
             cls,
             {**data, **client},
-            retry=_build(RetryConfig, resilience.get("retry") or {}),
-            circuitbreaker=_build(CircuitBreakerConfig, cb) if cb is not None else None,
+            retry=_build(RetryConfig, settings.get("retry") or {}),
+            circuitbreaker=_breaker(cb) if cb is not None else None,
+            fallbacks=fallbacks,
+            **{
+                name.replace("-", "_"): _build(config, settings[name])
+                for name, config in optional.items()
+                if name in settings
+            },
         )
 
     @classmethod
@@ -81,15 +187,40 @@ class ShopConfig:
 C = TypeVar("C", bound="DataclassInstance")
 
 
+def _field_name(cls: type[DataclassInstance], key: str) -> str | None:
+    """The field of ``cls`` a kebab-case property sets, or None."""
+    names = {f.name for f in fields(cls)}
+    name = key.replace("-", "_")
+    if name not in names and f"{name}_s" in names:
+        name += "_s"  # durations arrive in seconds
+    return name if name in names else None
+
+
 def _build(cls: type[C], properties: dict[str, Any], **extra: Any) -> C:
     """``cls`` from kebab-case properties; a name not among its fields is an error."""
-    names = {f.name for f in fields(cls)}
     kwargs = dict(extra)
     for key, value in properties.items():
-        name = key.replace("-", "_")
-        if name not in names and f"{name}_s" in names:
-            name += "_s"  # durations arrive in seconds
-        if name not in names:
+        name = _field_name(cls, key)
+        if name is None:
             raise ValueError(f"{cls.__name__}: unknown setting {key!r}")
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def _breaker(properties: dict[str, Any]) -> BreakerConfig:
+    """The breaker of the block's ``type``; the other type's settings are dropped, and a
+    setting of neither is an error."""
+    properties = dict(properties)
+    kind = properties.pop("type", "resilience4j")
+    kinds: dict[str, type[CircuitBreakerConfig] | type[NaiveCircuitBreakerConfig]] = {
+        "resilience4j": CircuitBreakerConfig,
+        "naive": NaiveCircuitBreakerConfig,
+    }
+    if kind not in kinds:
+        raise ValueError(f"circuitbreaker: unknown type {kind!r}; types: resilience4j, naive")
+    chosen = kinds[kind]
+    mine = {k: v for k, v in properties.items() if _field_name(chosen, k) is not None}
+    for key in properties.keys() - mine.keys():
+        if not any(_field_name(other, key) for other in kinds.values()):
+            raise ValueError(f"{chosen.__name__}: unknown setting {key!r}")
+    return _build(chosen, mine)

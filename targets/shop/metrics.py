@@ -1,8 +1,15 @@
-"""Prometheus exposition of the shop: worker pool, gateway calls, breaker and retry.
+"""Prometheus exposition of the shop: worker pool, gateway calls and every resilience layer.
 
-Breaker and retry series use the Resilience4j Micrometer names so the harness
-reads a Spring Boot service and this shop through the same presets. Values are
-read from the live objects at scrape time, so there is no second bookkeeping.
+Breaker, retry, bulkhead and time limiter series use the Resilience4j Micrometer
+names so the harness reads a Spring Boot service and this shop through the same
+presets; a layer's series appear when the composition has the layer. The naive
+breaker reports its state in the same ``resilience4j_circuitbreaker_state``
+series (closed and open only: it has no half-open). Fallbacks have no
+Micrometer series; theirs are ``shop_fallback_calls_total{layer,kind}``
+(answers given; a cached fallback's are its cached answers) and
+``shop_fallback_cache_misses_total{layer}`` (errors a cached fallback had no
+fresh answer for). Values are read from the live objects at scrape time, so
+there is no second bookkeeping.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from targets.shop.payments import BREAKER_NAME, PaymentService
-from targets.shop.resilience import CallKind, State
+from targets.shop.resilience import CallKind
 
 
 class WorkerGauge:
@@ -99,7 +106,95 @@ class ShopCollector(Collector):
             timed.add_metric([BREAKER_NAME, kind], count_value=count, sum_value=total)
         yield timed
 
-        breaker = svc.breaker
+        yield from self._layers()
+
+    def _layers(self) -> Iterator[Metric]:
+        """The series of the layers the composition has."""
+        svc = self.service
+        yield from self._breaker()
+        if svc.bulkhead is not None:
+            bulkhead = svc.bulkhead.metrics()
+            for name, value, help_text in (
+                (
+                    "available_concurrent_calls",
+                    bulkhead.available_concurrent_calls,
+                    "Permits the bulkhead has free",
+                ),
+                (
+                    "max_allowed_concurrent_calls",
+                    bulkhead.max_allowed_concurrent_calls,
+                    "Permits the bulkhead has in all",
+                ),
+            ):
+                gauge = GaugeMetricFamily(
+                    f"resilience4j_bulkhead_{name}", help_text, labels=["name"]
+                )
+                gauge.add_metric([svc.bulkhead.name], value)
+                yield gauge
+        if svc.thread_pool_bulkhead is not None:
+            pool = svc.thread_pool_bulkhead.metrics()
+            for name, value, help_text in (
+                ("thread_pool_size", pool.thread_pool_size, "Threads in the bulkhead's pool"),
+                ("core_thread_pool_size", pool.core_thread_pool_size, "Core threads of the pool"),
+                ("max_thread_pool_size", pool.max_thread_pool_size, "Most threads of the pool"),
+                ("active_thread_count", pool.active_thread_count, "Threads running a call"),
+                ("queue_depth", pool.queue_depth, "Calls waiting in the bulkhead's queue"),
+                ("queue_capacity", pool.queue_capacity, "Size of the bulkhead's queue"),
+            ):
+                gauge = GaugeMetricFamily(
+                    f"resilience4j_bulkhead_{name}", help_text, labels=["name"]
+                )
+                gauge.add_metric([svc.thread_pool_bulkhead.name], value)
+                yield gauge
+        refused = [
+            (layer.name, kind, layer.metrics().rejected_calls)
+            for layer, kind in (
+                (svc.bulkhead, "semaphore"),
+                (svc.thread_pool_bulkhead, "threadpool"),
+            )
+            if layer is not None
+        ]
+        if refused:
+            rejected = CounterMetricFamily(
+                "shop_bulkhead_rejected_calls",
+                "Calls a bulkhead refused (BulkheadFullException)",
+                labels=["name", "type"],
+            )
+            for name, kind, n in refused:
+                rejected.add_metric([name, kind], n)
+            yield rejected
+        if svc.time_limiter is not None:
+            limited = svc.time_limiter.metrics()
+            calls = CounterMetricFamily(
+                "resilience4j_timelimiter_calls",
+                "Calls by how the time limiter saw them end",
+                labels=["name", "kind"],
+            )
+            for kind in ("successful", "failed", "timeout"):
+                calls.add_metric([svc.time_limiter.name, kind], getattr(limited, kind))
+            yield calls
+        if svc.fallbacks:
+            answers = CounterMetricFamily(
+                "shop_fallback_calls",
+                "Answers a fallback gave in place of an error, by its layer and kind",
+                labels=["layer", "kind"],
+            )
+            misses = CounterMetricFamily(
+                "shop_fallback_cache_misses",
+                "Errors a cached fallback had no fresh answer for",
+                labels=["layer"],
+            )
+            for layer, fallback in sorted(svc.fallbacks.items()):
+                counts = fallback.metrics()
+                answers.add_metric([layer, fallback.config.kind], counts.answers)
+                if fallback.config.kind == "cached":
+                    misses.add_metric([layer], counts.cache_misses)
+            yield answers
+            if any(f.config.kind == "cached" for f in svc.fallbacks.values()):
+                yield misses
+
+    def _breaker(self) -> Iterator[Metric]:
+        breaker = self.service.breaker
         if breaker is None:
             return
         snapshot = breaker.metrics()
@@ -108,7 +203,7 @@ class ShopCollector(Collector):
             "1 for the breaker's current state",
             labels=["name", "state"],
         )
-        for s in State:
+        for s in breaker.states:
             state.add_metric([breaker.name, s.value], 1.0 if snapshot.state is s else 0.0)
         yield state
         refused = CounterMetricFamily(

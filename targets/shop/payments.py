@@ -1,15 +1,23 @@
-"""The payment flow, and the composition of its resilience: Retry(CircuitBreaker(call)).
+"""The payment flow, and the composition of its resilience, as data (product-detail reads,
+``targets.shop.catalogue``, pass the same layers).
 
-Composition follows Resilience4j's default aspect order, Retry outside the
-breaker: every attempt passes through the breaker and fills a slot of its
-window, and a refused attempt (not permitted) is not retried.
+The layers around each gateway call are the build's ``resilience`` list,
+outermost first, or Resilience4j's default aspect order over the configured
+layers: ``Retry ( CircuitBreaker ( TimeLimiter ( Bulkhead ( call ) ) ) )``.
+So the two profiles keep their composition: ``retry-only`` is Retry(call),
+``retry-circuit-breaker`` Retry(CircuitBreaker(call)), where every attempt
+passes through the breaker and fills a slot of its window, and a refused
+attempt (not permitted) is not retried. A fallback sits right outside the
+layer it is attached to; the top-level one outside everything.
 
 This module is also where the shop says what its gateway errors mean, in the
-two configs, as a Spring Boot service would in ``application.yml``:
-Retry retries what a second attempt could change (timeouts, broken connections,
-5xx), never a 4xx, whose answer will not change, nor a breaker refusal; the
-breaker counts every error as a failure except a 4xx, which says the request
-was bad, not that the gateway is sick.
+configs, as a Spring Boot service would in ``application.yml``: Retry retries
+what a second attempt could change (timeouts, the time limiter's included,
+broken connections, 5xx), never a 4xx, whose answer will not change, nor a
+refusal of a breaker or a bulkhead; the breakers count every error as a
+failure except a 4xx, which says the request was bad, not that the gateway is
+sick; a fallback answers for every error except a 4xx, which is an answer
+already (the payment was declined).
 """
 
 from __future__ import annotations
@@ -17,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from targets.shop.config import ShopConfig
+from targets.shop.config import OUTERMOST, BreakerConfig, ShopConfig
 from targets.shop.db import Store
 from targets.shop.pg_client import (
     PgClient,
@@ -31,32 +39,61 @@ from targets.shop.pg_client import (
     PgTimeout,
 )
 from targets.shop.resilience import (
+    Bulkhead,
+    BulkheadFullError,
     CallKind,
     CallNotPermittedError,
     CircuitBreaker,
     CircuitBreakerConfig,
+    DecorateSupplier,
+    Decorators,
+    Fallback,
+    FallbackAnswer,
+    FallbackConfig,
+    NaiveCircuitBreaker,
     Retry,
     RetryConfig,
+    ThreadPoolBulkhead,
+    TimeLimiter,
+    TimeLimitExceededError,
+)
+from targets.shop.resilience.decorators import (
+    BULKHEAD,
+    CIRCUIT_BREAKER,
+    RETRY,
+    THREAD_POOL_BULKHEAD,
+    TIME_LIMITER,
 )
 
-# Resilience4j keeps one registry per pattern, so a Spring service names both instances
+# Resilience4j keeps one registry per pattern, so a Spring service names every instance
 # after the client (`resilience4j.retry.instances.pgClient`, `...circuitbreaker.instances
-# .pgClient`); the metric labels of both follow, as the presets expect.
+# .pgClient`); the metric labels follow, as the presets expect.
 BREAKER_NAME = "pgClient"
 RETRY_NAME = "pgClient"
+BULKHEAD_NAME = "pgClient"
+TIME_LIMITER_NAME = "pgClient"
+
+B = TypeVar("B", bound=BreakerConfig)
+R = TypeVar("R")
 
 
 def pg_retry_config(settings: RetryConfig) -> RetryConfig:
     """The scenario's retry settings plus what the shop retries."""
     return dataclasses.replace(
         settings,
-        retry_exceptions=(PgTimeout, PgConnectionError, PgServerError),
-        ignore_exceptions=(CallNotPermittedError,),
+        retry_exceptions=(PgTimeout, PgConnectionError, PgServerError, TimeLimitExceededError),
+        ignore_exceptions=(CallNotPermittedError, BulkheadFullError),
     )
 
 
-def pg_breaker_config(settings: CircuitBreakerConfig) -> CircuitBreakerConfig:
-    """The scenario's breaker settings plus what the shop does not count as a failure."""
+def pg_breaker_config(settings: B) -> B:
+    """The scenario's breaker settings (either kind) plus what the shop does not count as
+    a failure."""
+    return dataclasses.replace(settings, ignore_exceptions=(PgRejected,))
+
+
+def pg_fallback_config(settings: FallbackConfig) -> FallbackConfig:
+    """The scenario's fallback plus what it never answers for: a decline is an answer."""
     return dataclasses.replace(settings, ignore_exceptions=(PgRejected,))
 
 
@@ -76,12 +113,23 @@ def is_recorded_failure(error: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class PaymentResult:
-    """What the shop answers: APPROVED, FAILED (gateway refused) or TIMEOUT_UNKNOWN."""
+    """What the shop answers: APPROVED, FAILED (gateway refused) or TIMEOUT_UNKNOWN.
+
+    A fallback's answer says which kind answered: ``error`` leaves the payment
+    TIMEOUT_UNKNOWN, ``value`` (the seed's ``PaymentResult.circuitOpen``) records it
+    FAILED and answers the fixed ``value``, ``cached`` answers the gateway's last
+    approval of the same idempotency key (APPROVED). ``reason`` stays the error the
+    fallback answered for (``not_permitted``, ``timeout``, ...).
+    """
 
     payment_id: str
     status: str
     reason: str | None
     attempts: int
+    fallback: str | None = None
+    """The kind of fallback that answered, if one did."""
+    value: Any = None
+    """The fallback's value (kind ``value``) or cached answer (kind ``cached``)."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +144,9 @@ class PaymentStats:
     """(count, seconds) of gateway calls by how the breaker counts them."""
 
 
-def _outcome_of(error: BaseException | None) -> str:
-    """Name a gateway call's outcome for the ``shop_pg_calls_total`` counter."""
+def outcome_of(error: BaseException | None) -> str:
+    """Name a gateway call's outcome for the ``shop_pg_calls_total`` counter (and the
+    ``X-Outcome`` of an answer that stands in for it)."""
     if error is None:
         return "success"
     if isinstance(error, PgTimeout):
@@ -108,11 +157,17 @@ def _outcome_of(error: BaseException | None) -> str:
         return "rejected"
     if isinstance(error, PgConnectionError):
         return "connection_error"
+    if isinstance(error, CallNotPermittedError):
+        return "not_permitted"
+    if isinstance(error, BulkheadFullError):
+        return "bulkhead_full"
+    if isinstance(error, TimeLimitExceededError):
+        return "time_limit"
     return "other"
 
 
 class PaymentService:
-    """Owns the gateway client, the Retry and (in the breaker profile) the CircuitBreaker."""
+    """Owns the gateway client and the layers of the composition (``config.layers``)."""
 
     def __init__(
         self,
@@ -124,12 +179,32 @@ class PaymentService:
         self.config = config
         self.store = store
         self.client = client
+        self.layers = config.layers
+        # Always there, so its series are exported even when the composition leaves it out.
         self.retry = Retry(RETRY_NAME, pg_retry_config(config.retry))
         # Also classifies calls for the timing series in the retry-only profile.
         self.breaker_config = pg_breaker_config(config.circuitbreaker or CircuitBreakerConfig())
-        self.breaker: CircuitBreaker | None = None
-        if config.profile == "retry-circuit-breaker" and config.circuitbreaker is not None:
-            self.breaker = CircuitBreaker(BREAKER_NAME, self.breaker_config, clock=clock)
+        self.breaker: CircuitBreaker | NaiveCircuitBreaker | None = None
+        if CIRCUIT_BREAKER in self.layers:
+            if isinstance(self.breaker_config, CircuitBreakerConfig):
+                self.breaker = CircuitBreaker(BREAKER_NAME, self.breaker_config, clock=clock)
+            else:
+                self.breaker = NaiveCircuitBreaker(BREAKER_NAME, self.breaker_config, clock=clock)
+        self.bulkhead: Bulkhead | None = None
+        if config.bulkhead is not None and BULKHEAD in self.layers:
+            self.bulkhead = Bulkhead(BULKHEAD_NAME, config.bulkhead)
+        self.thread_pool_bulkhead: ThreadPoolBulkhead | None = None
+        if config.thread_pool_bulkhead is not None and THREAD_POOL_BULKHEAD in self.layers:
+            self.thread_pool_bulkhead = ThreadPoolBulkhead(
+                BULKHEAD_NAME, config.thread_pool_bulkhead
+            )
+        self.time_limiter: TimeLimiter | None = None
+        if config.timelimiter is not None and TIME_LIMITER in self.layers:
+            self.time_limiter = TimeLimiter(TIME_LIMITER_NAME, config.timelimiter)
+        self.fallbacks = {
+            layer: Fallback(layer, pg_fallback_config(settings), clock=clock)
+            for layer, settings in config.fallbacks.items()
+        }
         self._lock = threading.Lock()
         self._pg_calls: dict[str, int] = {}
         self._payments: dict[str, int] = {}
@@ -146,45 +221,95 @@ class PaymentService:
 
     def _call_gateway(self, key: str, amount: int, order: str) -> dict[str, Any]:
         """One attempt: a real call to the gateway, counted and timed."""
+        return self.counted(lambda: self.client.approve(key, amount, order))
+
+    def counted(self, call: Callable[[], R]) -> R:
+        """One attempt of any call to the gateway (an approval, a catalogue read), counted
+        in ``shop_pg_calls_total`` and timed by how the breaker classifies it."""
         started = time.monotonic()
         error: BaseException | None = None
         try:
-            return self.client.approve(key, amount, order)
+            return call()
         except BaseException as exc:
             error = exc
             raise
         finally:
             elapsed = time.monotonic() - started
             kind: CallKind = "successful" if error is None else self.breaker_config.classify(error)
-            outcome = _outcome_of(error)
+            outcome = outcome_of(error)
             with self._lock:
                 self._pg_calls[outcome] = self._pg_calls.get(outcome, 0) + 1
                 count, total = self._call_seconds.get(kind, (0, 0.0))
                 self._call_seconds[kind] = (count + 1, total + elapsed)
 
-    def pay(self, key: str, amount: int) -> PaymentResult:
-        """Create the payment, ask the gateway, and record the final status."""
-        payment_id = self.store.create_payment(key, amount)
-        attempts = 0
+    def compose(
+        self,
+        call: Callable[[], dict[str, Any]],
+        key: Hashable,
+        on_attempt: Callable[[int], None] | None = None,
+    ) -> DecorateSupplier[dict[str, Any] | FallbackAnswer]:
+        """``call`` inside the layers, innermost first; each fallback right outside its layer.
 
-        def attempt(n: int) -> dict[str, Any]:
+        Every call to the gateway passes the same instances (one breaker, one retry...
+        per dependency, as Resilience4j's are per name); ``key`` is the fallbacks' cache
+        key (a payment's idempotency key, a product read's own key)."""
+        chain: DecorateSupplier[Any] = Decorators.of_supplier(call)
+        for layer in reversed(self.layers):
+            if layer == RETRY:
+                chain = chain.with_retry(self.retry, on_attempt)
+            elif layer == CIRCUIT_BREAKER and self.breaker is not None:
+                chain = chain.with_circuit_breaker(self.breaker)
+            elif layer == TIME_LIMITER and self.time_limiter is not None:
+                chain = chain.with_time_limiter(self.time_limiter)
+            elif layer == BULKHEAD and self.bulkhead is not None:
+                chain = chain.with_bulkhead(self.bulkhead)
+            elif layer == THREAD_POOL_BULKHEAD and self.thread_pool_bulkhead is not None:
+                chain = chain.with_thread_pool_bulkhead(self.thread_pool_bulkhead)
+            if layer in self.fallbacks:
+                chain = chain.with_fallback(self.fallbacks[layer], key)
+        if OUTERMOST in self.fallbacks:
+            chain = chain.with_fallback(self.fallbacks[OUTERMOST], key)
+        return chain
+
+    def pay(self, key: str, amount: int) -> PaymentResult:
+        """Create the payment, ask the gateway through the layers, record the final status.
+
+        ``attempts`` is the Retry's count; 0 when an outer layer refused before the Retry
+        ran, 1 when the composition has no Retry.
+        """
+        payment_id = self.store.create_payment(key, amount)
+        attempts = 0 if RETRY in self.layers else 1
+
+        def on_attempt(n: int) -> None:
             nonlocal attempts
             attempts = n
-            if self.breaker is None:
-                return self._call_gateway(key, amount, payment_id)
-            breaker = self.breaker
-            return breaker.call(lambda: self._call_gateway(key, amount, payment_id))
 
+        chain = self.compose(lambda: self._call_gateway(key, amount, payment_id), key, on_attempt)
         status, reason = "APPROVED", None
+        fallback: FallbackAnswer | None = None
         try:
-            self.retry.call(attempt)
+            answer = chain.get()
+            if isinstance(answer, FallbackAnswer):
+                fallback = answer
+                status, reason = _fallback_status(answer), outcome_of(answer.error)
         except PgRejected as exc:
             status, reason = "FAILED", f"pg_{exc.status}"
-        except CallNotPermittedError:
-            status, reason = "TIMEOUT_UNKNOWN", "not_permitted"
         except Exception as exc:  # noqa: BLE001 - every other failure leaves the outcome unknown
-            status, reason = "TIMEOUT_UNKNOWN", _outcome_of(exc)
+            status, reason = "TIMEOUT_UNKNOWN", outcome_of(exc)
         self.store.finish_payment(payment_id, status, reason)
         with self._lock:
             self._payments[status] = self._payments.get(status, 0) + 1
-        return PaymentResult(payment_id, status, reason, attempts)
+        if fallback is None:
+            return PaymentResult(payment_id, status, reason, attempts)
+        return PaymentResult(
+            payment_id, status, reason, attempts, fallback=fallback.kind, value=fallback.value
+        )
+
+
+def _fallback_status(answer: FallbackAnswer) -> str:
+    """The payment's status when a fallback answered (see :class:`PaymentResult`)."""
+    if answer.kind == "cached":
+        return "APPROVED"  # the gateway approved this very key before
+    if answer.kind == "value":
+        return "FAILED"  # the seed's circuitOpen answer: the order is compensated
+    return "TIMEOUT_UNKNOWN"

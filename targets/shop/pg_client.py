@@ -69,12 +69,28 @@ class PgClient:
 
     def approve(self, idempotency_key: str, amount: int, order: str) -> dict[str, Any]:
         """Ask the gateway to approve a payment; raise a ``PgError`` subclass on failure."""
+        return self._call(
+            "POST",
+            "/v1/payments/approve",
+            headers={"Idempotency-Key": idempotency_key},
+            json={"amount": amount, "orderNumber": order},
+        )
+
+    def product(self, product_id: int, request_id: str | None = None) -> dict[str, Any]:
+        """Read a product from the gateway's catalogue; raise a ``PgError`` subclass on failure.
+
+        ``request_id`` (sent as ``X-Request-Id``) names the read, so the gateway
+        gives each read its own fate and counts a retry of it as its next attempt.
+        """
+        headers = {"X-Request-Id": request_id} if request_id else {}
+        return self._call("GET", f"/v1/catalogue/products/{product_id}", headers=headers)
+
+    def _call(
+        self, method: str, path: str, headers: dict[str, str], json: Any = None
+    ) -> dict[str, Any]:
+        """One request; its answer's JSON, or the ``PgError`` that names what went wrong."""
         try:
-            response = self._client.post(
-                "/v1/payments/approve",
-                headers={"Idempotency-Key": idempotency_key},
-                json={"amount": amount, "orderNumber": order},
-            )
+            response = self._client.request(method, path, headers=headers, json=json)
         except httpx.TimeoutException as exc:
             raise PgTimeout(type(exc).__name__) from exc
         except httpx.TransportError as exc:

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis.figures import counter_delta, endpoint_stats, gauge_summary
+from harness.analysis.endpoints import endpoint_stats, gauge_summary
+from harness.analysis.series import counter_delta
 
 
 def _samples(intended: list[float], late: float, service: float, status: int = 200) -> pd.DataFrame:
@@ -67,7 +68,9 @@ def test_unfinished_requests_are_counted() -> None:
 def test_counter_delta_and_gauge_summary() -> None:
     counter = pd.Series([0.0, 5.0, 9.0, 20.0], index=[1.0, 2.0, 3.0, 4.0])
     assert counter_delta(counter, 2.0, 4.0) == 15.0
-    assert counter_delta(counter, 0.5, 3.5) == 9.0
+    # Read at each edge between the scrapes around it: 14.5 at 3.5 s, 0 before the first.
+    assert counter_delta(counter, 0.5, 3.5) == 14.5
+    assert counter_delta(counter, 1.5, 3.5) == 12.0
     assert counter_delta(pd.Series(dtype=float), 0, 1) is None
     gauge = pd.Series([1.0, 200.0, 200.0, 3.0], index=[1.0, 2.0, 3.0, 4.0])
     assert gauge_summary(gauge, 2.0, 3.0) == {"max": 200.0, "mean": 200.0, "p50": 200.0}

@@ -14,7 +14,7 @@ from harness.analysis.combine import combine_repetitions
 from harness.analysis.model import SCHEMA, BuildFigures, Report, read_report
 
 V1 = Path(__file__).parents[1] / "data" / "run-quickstart-v1" / "report.json"
-"""report.json of a quickstart run made before the report model was typed."""
+"""report.json of a quickstart run made before the report model was typed (re-rendered since)."""
 
 
 def _conforms(value: Any, hint: Any, where: str) -> list[str]:
@@ -32,6 +32,8 @@ def _conforms(value: Any, hint: Any, where: str) -> list[str]:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.NotRequired:
         return _conforms(value, args[0], where)
+    if origin is typing.Literal:
+        return [] if value in args else [f"{where}: expected one of {args}, got {value!r}"]
     if origin in (typing.Union, types.UnionType):
         options = [_conforms(value, a, where) for a in args]
         return [] if any(not o for o in options) else min(options, key=len)
@@ -60,6 +62,17 @@ def test_a_report_written_before_the_model_conforms_to_it() -> None:
     assert report["schema"] == SCHEMA
     assert _conforms(report, Report, "report") == []
     assert report["builds"]["after"]["ledger"] is not None  # every optional part was exercised
+
+
+def test_a_report_from_before_pg_source_still_conforms() -> None:
+    report: dict[str, Any] = json.loads(V1.read_text())
+    for build in report["builds"].values():
+        assert build["pg"].pop("source") == "ledger"
+    assert _conforms(report, Report, "report") == []
+    report["builds"]["after"]["pg"]["source"] = "scrapes"
+    assert _conforms(report, Report, "report") == [
+        "report.builds.after.pg.source: expected one of ('ledger', 'metrics'), got 'scrapes'"
+    ]
 
 
 def test_repetitions_conform_too() -> None:

@@ -1,81 +1,96 @@
-# ruff: noqa: E501 - exposition lines are long by nature
-"""Prometheus parsing and the presets that map concrete series to canonical ones."""
+"""Prometheus parsing, and the shop preset against the shop's own exposition.
 
+The other presets are tested against their libraries' real output in
+``test_presets.py``; selectors, ``map`` and ``breaker`` in ``test_presets_selectors.py``.
+"""
+
+import httpx
 import pandas as pd
 import pytest
+from prometheus_client import generate_latest
 
 from harness.analysis.series import (
     BREAKER_STATES,
     METRIC_COLUMNS,
     PRESETS,
     canonical,
+    map_canonical,
     parse_text,
     preset_named,
 )
 from harness.core.errors import InputError
-
-SHOP = """\
-# TYPE shop_workers_busy gauge
-shop_workers_busy {busy}
-# TYPE shop_workers_max gauge
-shop_workers_max 200
-# TYPE shop_pg_calls counter
-shop_pg_calls_total{{outcome="timeout"}} {timeouts}
-shop_pg_calls_total{{outcome="success"}} 5
-# TYPE resilience4j_circuitbreaker_state gauge
-resilience4j_circuitbreaker_state{{name="pgClient",state="closed"}} {closed}
-resilience4j_circuitbreaker_state{{name="pgClient",state="open"}} {open}
-resilience4j_circuitbreaker_state{{name="pgClient",state="half_open"}} 0
-# TYPE resilience4j_circuitbreaker_not_permitted_calls counter
-resilience4j_circuitbreaker_not_permitted_calls_total{{name="pgClient",kind="not_permitted"}} {blocked}
-"""
-
-SPRING = """\
-# TYPE tomcat_threads_busy_threads gauge
-tomcat_threads_busy_threads{name="http-nio-8080"} 187.0
-# TYPE tomcat_threads_config_max_threads gauge
-tomcat_threads_config_max_threads{name="http-nio-8080"} 200.0
-# TYPE resilience4j_circuitbreaker_calls_seconds summary
-resilience4j_circuitbreaker_calls_seconds_count{kind="failed",name="pgClient"} 40.0
-resilience4j_circuitbreaker_calls_seconds_sum{kind="failed",name="pgClient"} 120.0
-resilience4j_circuitbreaker_calls_seconds_count{kind="successful",name="pgClient"} 60.0
-resilience4j_circuitbreaker_calls_seconds_sum{kind="successful",name="pgClient"} 3.0
-"""
+from targets.shop.config import ShopConfig
+from targets.shop.db import Store
+from targets.shop.metrics import WorkerGauge, make_registry
+from targets.shop.payments import PaymentService
+from targets.shop.pg_client import PgClient
+from targets.shop.resilience import CircuitBreakerConfig, RetryConfig
 
 
-def _shop(busy: int, timeouts: int, open_: bool, blocked: int) -> str:
-    return SHOP.format(
-        busy=busy, timeouts=timeouts, closed=int(not open_), open=int(open_), blocked=blocked
+def _failing_shop(**settings: object) -> PaymentService:
+    """The real shop service over a gateway that answers 503 to everything."""
+    transport = httpx.MockTransport(lambda request: httpx.Response(503, text="down"))
+    config = ShopConfig(
+        pg_url="http://127.0.0.1:9",
+        workers=4,
+        retry=RetryConfig(max_attempts=2, wait_duration_s=0.0),
+        **settings,  # type: ignore[arg-type]
     )
+    client = PgClient(config.pg_url, 1.0, 1.0, 4, transport=transport)
+    return PaymentService(config, Store(":memory:", 10), client, clock=lambda: 0.0)
+
+
+def _scrape(service: PaymentService, workers: WorkerGauge, t: float) -> list[tuple]:
+    return parse_text(generate_latest(make_registry(service, workers)).decode(), t, "target")
 
 
 def test_parse_text_keeps_every_sample_with_labels() -> None:
-    rows = parse_text(_shop(3, 7, False, 0), 10.0, "target")
-    names = {r[2] for r in rows}
-    assert "shop_pg_calls_total" in names and "resilience4j_circuitbreaker_state" in names
-    timeout_row = next(r for r in rows if r[2] == "shop_pg_calls_total" and "timeout" in r[3])
-    assert timeout_row[0] == 10.0 and timeout_row[1] == "target" and timeout_row[4] == 7.0
+    text = '# TYPE m gauge\nm{b="2",a="1"} 7\n# TYPE c counter\nc_total{x="y"} 3\n'
+    assert parse_text(text, 10.0, "target") == [
+        (10.0, "target", "m", '{"a":"1","b":"2"}', 7.0),
+        (10.0, "target", "c_total", '{"x":"y"}', 3.0),
+    ]
 
 
-def test_shop_preset_maps_to_canonical_series() -> None:
-    rows = parse_text(_shop(3, 7, False, 0), 1.0, "target") + parse_text(
-        _shop(200, 50, True, 12), 2.0, "target"
+def test_shop_preset_on_the_shop_exposition() -> None:
+    service = _failing_shop(
+        profile="retry-circuit-breaker",
+        circuitbreaker=CircuitBreakerConfig(sliding_window_size=2, minimum_number_of_calls=2),
     )
-    frame = pd.DataFrame(rows, columns=METRIC_COLUMNS)
-    canon = canonical(frame, PRESETS["shop"])
-    get = lambda name: canon[canon.series == name].set_index("t")["value"].to_dict()  # noqa: E731
-    assert get("busy_workers") == {1.0: 3.0, 2.0: 200.0}
-    assert get("pg_calls") == {1.0: 12.0, 2.0: 55.0}  # summed over outcomes
-    assert get("blocked_calls") == {1.0: 0.0, 2.0: 12.0}
+    workers = WorkerGauge(4)
+    rows = _scrape(service, workers, 1.0)
+    workers.enter()
+    service.pay("key-1", 100)  # two 503s trip the breaker
+    service.pay("key-2", 100)  # refused
+    rows += _scrape(service, workers, 2.0)
+    canon = map_canonical(pd.DataFrame(rows, columns=METRIC_COLUMNS), PRESETS["shop"])
+    get = lambda name: canon.frame[canon.frame.series == name].set_index("t")["value"].to_dict()  # noqa: E731
+    assert canon.missing == {}
+    assert get("busy_workers") == {1.0: 0.0, 2.0: 1.0}
+    assert get("max_workers") == {1.0: 4.0, 2.0: 4.0}
+    assert get("pg_calls") == {1.0: 0.0, 2.0: 2.0}  # summed over outcomes
+    assert get("retries") == {1.0: 0.0, 2.0: 1.0}
+    assert get("blocked_calls") == {1.0: 0.0, 2.0: 1.0}
     assert get("breaker_state") == {1.0: BREAKER_STATES["closed"], 2.0: BREAKER_STATES["open"]}
 
 
-def test_spring_boot_preset() -> None:
-    frame = pd.DataFrame(parse_text(SPRING, 5.0, "target"), columns=METRIC_COLUMNS)
-    canon = canonical(frame, PRESETS["spring-boot"]).set_index("series")["value"]
-    assert canon["busy_workers"] == 187.0
-    assert canon["max_workers"] == 200.0
-    assert canon["pg_calls"] == 100.0
+def test_shop_without_a_breaker_reads_blocked_calls_as_not_measured() -> None:
+    service = _failing_shop()
+    service.pay("key-1", 100)
+    frame = pd.DataFrame(_scrape(service, WorkerGauge(4), 1.0), columns=METRIC_COLUMNS)
+    canon = map_canonical(frame, PRESETS["shop"])
+    assert set(canon.missing) == {"blocked_calls", "breaker_state"}
+    assert canon.missing["blocked_calls"].startswith(
+        "no series resilience4j_circuitbreaker_not_permitted_calls_total or "
+        "resilience4j_circuitbreaker_not_permitted_calls in 1 scrape(s) of the target; "
+        "series seen: resilience4j_circuitbreaker_calls_seconds_count,"
+    )
+    assert set(canonical(frame, PRESETS["shop"])["series"]) == {
+        "busy_workers",
+        "max_workers",
+        "pg_calls",
+        "retries",
+    }
 
 
 def test_preset_named_defaults_to_shop_and_rejects_unknown_names() -> None:

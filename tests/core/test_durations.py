@@ -37,3 +37,15 @@ def test_format_is_compact() -> None:
     assert format_duration(0.85) == "850ms"
     assert format_duration(7.21) == "7.21s"
     assert format_duration(180) == "3m"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [float("inf"), float("nan"), "9" * 400 + "h", "9" * 400, 10**5000, -(10**5000)],
+    ids=["inf", "nan", "400-digit-hours", "400-digits", "huge-int", "huge-negative-int"],
+)
+def test_a_duration_is_finite(bad: object) -> None:
+    # .inf in warmup/drain/timeouts gave an OverflowError traceback at the run's start.
+    with pytest.raises(ValueError, match="a duration must be finite") as info:
+        parse_duration(bad)
+    assert len(str(info.value)) < 100

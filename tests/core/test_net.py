@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import io
 import socket
 
 import pytest
@@ -11,9 +13,13 @@ from harness.core.errors import InputError
 from harness.core.net import (
     LOOPBACK,
     AddressError,
+    OpenFiles,
+    fd_arg,
+    inherited_socket,
     is_loopback,
     listener,
     parse_address,
+    port_arg,
     port_of,
     raise_open_file_limit,
     reset,
@@ -94,3 +100,68 @@ def test_raise_open_file_limit_never_lowers_it() -> None:
 
     before = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     assert raise_open_file_limit() >= before
+
+
+def test_port_and_fd_options_are_checked_before_use() -> None:
+    assert (port_arg("0"), port_arg("65535"), fd_arg("3")) == (0, 65535, 3)
+    for bad, message in (("70000", "out of range"), ("-1", "out of range"), ("x", "not a port")):
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            port_arg(bad)
+    with pytest.raises(argparse.ArgumentTypeError, match="not a file descriptor"):
+        fd_arg("-5")
+    with socket.socket() as unused:
+        closed = unused.detach()
+    socket.socket(fileno=closed).close()  # a descriptor number that is now closed
+    with pytest.raises(InputError, match=f"--fd {closed}: not an open socket"):
+        inherited_socket(closed)
+    with open(__file__) as f, pytest.raises(InputError, match="not an open socket"):
+        inherited_socket(f.fileno())
+
+
+def test_out_of_files_is_said_in_one_line_not_a_traceback_per_accept() -> None:
+    """A guarded listener with no room pauses accepting; existing connections go on."""
+    said = io.StringIO()
+    files = OpenFiles("test", stream=said)
+    accepted: list[asyncio.Transport] = []
+
+    class Echo(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            self.transport = transport
+            accepted.append(transport)
+
+        def data_received(self, data: bytes) -> None:
+            self.transport.write(data)
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(files.exception_handler)
+        guarded = files.guard(
+            socket.create_server((LOOPBACK, 0)), room=lambda: len(accepted) + guarded.pending < 2
+        )
+
+        def make() -> asyncio.Protocol:
+            guarded.settled()
+            return Echo()
+
+        server = await loop.create_server(make, sock=guarded, backlog=64)
+        port = port_of(guarded)
+        conns = [await asyncio.open_connection(LOOPBACK, port) for _ in range(6)]
+        await asyncio.sleep(0.3)
+        assert len(accepted) == 2  # the other four wait in the backlog
+        reader, writer = conns[0]
+        writer.write(b"ping")
+        assert await asyncio.wait_for(reader.readexactly(4), 2) == b"ping"
+        for _, w in conns:
+            w.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(body())
+    lines = said.getvalue().splitlines()
+    assert lines == [
+        "test: out of file descriptors (limit "
+        f"{files.limit}): not accepting new connections until some close "
+        "(they wait in the listen backlog)"
+    ]
+    assert files.hits >= 1

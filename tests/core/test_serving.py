@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import pytest
 
-from harness.core.errors import Problem, ScenarioError
+from harness.core.errors import Problem, RunError, ScenarioError
 from harness.core.serving import SIGNALS, exit_for, run_until_signalled
 
 
@@ -44,6 +46,39 @@ def test_stop_runs_when_start_fails() -> None:
     with pytest.raises(OSError, match="cannot listen"):
         asyncio.run(run_until_signalled(start, stop))
     assert calls == ["stop"]
+
+
+def test_a_vital_task_that_ends_stops_the_process_loudly() -> None:
+    """No signal needed: stop runs, and the task's error comes out as a RunError."""
+    calls: list[str] = []
+
+    class WriterBroke(RunError):
+        pass
+
+    async def writer() -> None:
+        await asyncio.sleep(0.05)
+        raise WriterBroke("cannot write the ledger")
+
+    async def crashes() -> None:
+        raise ZeroDivisionError
+
+    def start_with(
+        vital: Callable[[], Coroutine[Any, Any, None]],
+    ) -> Callable[[], Awaitable[list[asyncio.Task[None]]]]:
+        async def start() -> list[asyncio.Task[None]]:
+            calls.append("start")
+            return [asyncio.create_task(vital(), name="the writer")]
+
+        return start
+
+    async def stop() -> None:
+        calls.append("stop")
+
+    with pytest.raises(WriterBroke, match="cannot write the ledger"):
+        asyncio.run(run_until_signalled(start_with(writer), stop))
+    assert calls == ["start", "stop"]
+    with pytest.raises(RunError, match="the writer ended: ZeroDivisionError"):
+        asyncio.run(run_until_signalled(start_with(crashes), stop))
 
 
 def test_exit_for_lists_every_problem(capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,6 +62,20 @@ def test_probability_hits_about_that_share_and_the_same_keys_every_time() -> Non
     assert other_seed != first
 
 
+def test_a_key_of_raw_bytes_that_are_not_utf8_has_a_fate_too() -> None:
+    """aiohttp hands such a key over with surrogates; deciding must not fail (a 500)."""
+    raw = b"pay-\xff\xfe".decode("utf-8", "surrogateescape")
+    faults = [
+        fault(type="latency", delay="5ms", probability=0.5),
+        fault(type="error", status={500: 1, 503: 1}, probability=0.5),
+        fault(type="malformed", kind="garbage", probability=0.5),
+    ]
+    first = [decide(faults, 42, raw, attempt) for attempt in range(1, 50)]
+    assert first == [decide(faults, 42, raw, attempt) for attempt in range(1, 50)]
+    assert {a.kind for a in first} >= {"respond", "malformed"}
+    assert garbage(42, raw, 1) == garbage(42, raw, 1)
+
+
 def test_actions() -> None:
     assert decide(HealthyFault(type="healthy"), 0, "k", 1).kind == "respond"
     hang = decide(TimeoutFault(type="timeout"), 0, "k", 1)

@@ -661,7 +661,7 @@ def test_ledger_records_what_each_client_saw(tmp_path: Path, gateways: list[PgPr
     with ledger.open() as f:
         assert (
             f.readline().strip()
-            == "arrival,key,attempt,phase,fault,status,decision,duration_s,client_gone"
+            == "arrival,key,attempt,phase,fault,status,decision,duration_s,client_gone,path"
         )
     frame = ledger_from_csv(ledger)
     seen = {

@@ -48,6 +48,33 @@ def test_bad_input_exits_2_without_a_traceback(
     assert "--scenario" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [(["--port", "70000"], "--port: 70000 is out of range: a port is 0 to 65535"),
+     (["--port", "-1"], "--port: -1 is out of range"),
+     (["--control-port", "70000"], "--control-port: 70000 is out of range"),
+     (["--fd", "-5"], "--fd: -5 is not a file descriptor"),
+     (["--fd", "99999"], "--fd 99999: not an open socket"),
+     (["--control-fd", "99999"], "--control-fd 99999: not an open socket")],
+)  # fmt: skip
+def test_a_bad_port_or_fd_exits_2_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str], said: str
+) -> None:
+    scenario = pg_scenario(tmp_path, "{type: healthy}")
+    assert _exit_code(["--scenario", str(scenario), *option]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_harness_pg_with_port_70000_exits_2(tmp_path: Path) -> None:
+    from harness.cli import app
+
+    scenario = pg_scenario(tmp_path, "{type: healthy}")
+    result = CliRunner().invoke(app, ["pg", "--scenario", str(scenario), "--port", "70000"])
+    assert result.exit_code == 2, result.output
+    assert "70000 is out of range" in result.output
+    assert not isinstance(result.exception, OverflowError)
+
+
 def test_a_port_in_use_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = pg_scenario(tmp_path, "{type: healthy}")
     with socket.create_server(("127.0.0.1", 0)) as taken:

@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -113,3 +115,65 @@ def test_cli_refuses_non_loopback_and_bad_schedules(tmp_path: Path) -> None:
         timeout=60,
     )
     assert schedule.returncode == 2 and f"{bad}:2:" in schedule.stderr
+
+
+def test_a_time_that_is_not_finite_exits_2() -> None:
+    for t0 in ("nan", "inf"):
+        done = subprocess.run(
+            harness_cmd("proxy", "--upstream", "127.0.0.1:5432", "--t0", t0),
+            cwd=ROOT, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "--t0" in done.stderr and "Traceback" not in done.stderr
+
+
+def _few_files() -> None:
+    """64 descriptors, and the proxy may not raise the limit (the hard limit is 64 too)."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+
+def test_out_of_descriptors_the_proxy_says_so_once_and_keeps_relaying() -> None:
+    """More connections than descriptors: one line on stderr, the held ones still relay."""
+
+    async def body() -> None:
+        async with echo_server() as upstream:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "harness.proxy", "--upstream", f"127.0.0.1:{upstream}",
+                cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                preexec_fn=_few_files,
+            )  # fmt: skip
+            assert proc.stdout is not None and proc.stderr is not None
+            try:
+                line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+                found = re.search(r"proxy 127\.0\.0\.1:(\d+) ", line)
+                assert found, line
+                port = int(found[1])
+                async with client(port) as held:
+                    await round_trip(held)
+                    flood = [await asyncio.open_connection("127.0.0.1", port) for _ in range(150)]
+                    for _, writer in flood:
+                        writer.write(b"x")
+                    first = await asyncio.wait_for(proc.stderr.readline(), 10)
+                    assert first.startswith(b"proxy: out of file descriptors (limit 64)")
+                    await round_trip(held)  # the connection it holds still relays
+
+                    async def echoed(reader: asyncio.StreamReader) -> bool:
+                        with contextlib.suppress(TimeoutError):
+                            return await asyncio.wait_for(reader.readexactly(1), 1) == b"x"
+                        return False
+
+                    served = sum(await asyncio.gather(*(echoed(r) for r, _ in flood)))
+                    assert 0 < served < 150  # as many as fit; the rest wait in the backlog
+                    for _, writer in flood:
+                        writer.close()
+                    await round_trip(held)
+                proc.send_signal(signal.SIGTERM)
+                assert await asyncio.wait_for(proc.wait(), 10) == 0
+                rest = await asyncio.wait_for(proc.stderr.read(), 5)
+                assert len(first + rest) < 2048 and b"Traceback" not in rest, rest[:2000]
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+
+    run(body)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import socket
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.core.errors import InputError, ScenarioError
 from harness.core.fate import fate
-from harness.core.net import AddressError, parse_address
+from harness.core.net import AddressError, OpenFiles, parse_address
 from harness.proxy.main import main
 from harness.proxy.server import Proxy
 from harness.proxy.toxics import LatencyToxic, ProxyConfigError, load_schedule, load_schedule_text
@@ -349,6 +350,56 @@ def test_main_exits_2_on_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
         main(["--upstream", "127.0.0.1:5432", "--schedule", str(bad)])
     assert exc.value.code == 2
     assert f"{bad}:1:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [(["--metrics-port", "70000"], "--metrics-port: 70000 is out of range"),
+     (["--listen", "127.0.0.1:70000"], "port out of range"),
+     (["--fd", "-3"], "--fd: -3 is not a file descriptor"),
+     (["--fd", "99999"], "--fd 99999: not an open socket")],
+)  # fmt: skip
+def test_main_exits_2_on_a_bad_port_or_fd(
+    option: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--upstream", "127.0.0.1:5432", *option])
+    assert exc.value.code == 2
+    assert said in capsys.readouterr().err
+
+
+class _FewFiles(OpenFiles):
+    """An open-file limit that leaves room for three connections."""
+
+    def budget(self, fds_per_connection: int) -> int:
+        return 3
+
+
+def test_past_its_open_file_budget_the_proxy_leaves_connections_waiting() -> None:
+    said = io.StringIO()
+
+    async def body() -> None:
+        files = _FewFiles("proxy", stream=said)
+        asyncio.get_running_loop().set_exception_handler(files.exception_handler)
+        async with proxied(files=files) as proxy:
+            port = port_of(proxy)
+            conns = [await asyncio.open_connection("127.0.0.1", port) for _ in range(5)]
+            for conn in conns[:3]:
+                await round_trip(conn)
+            waiting = conns[3]
+            waiting[1].write(b"ping")
+            with pytest.raises(TimeoutError):  # in the backlog: not accepted, not refused
+                await asyncio.wait_for(waiting[0].readexactly(4), 0.5)
+            await round_trip(conns[0])  # the ones it holds go on
+            assert proxy.stats.connections_active == 3 and files.hits >= 1
+            conns[0][1].close()  # one closes: a waiting one is taken (within asyncio's 1 s retry)
+            assert await asyncio.wait_for(waiting[0].readexactly(4), 5) == b"ping"
+            for _, writer in conns:
+                writer.close()
+
+    run(body)
+    assert said.getvalue().count("\n") == 1
+    assert said.getvalue().startswith("proxy: out of file descriptors (limit ")
 
 
 def test_unreachable_upstream_closes_the_client() -> None:

@@ -1,5 +1,7 @@
 """The scraper: every scrape kept, failures counted, the newest one read for progress."""
 
+import time
+
 import httpx
 
 from harness.analysis.series import Selector
@@ -39,3 +41,53 @@ def test_scraper_keeps_every_scrape_and_counts_failures() -> None:
     assert scraper.latest_value("target", Selector("shop_workers_busy")) == 3.0
     assert scraper.latest_state("target", "resilience4j_circuitbreaker_state") == "closed"
     scraper.stop()
+
+
+COUNTER = """\
+# TYPE pg_calls_received counter
+pg_calls_received_total{{phase="outage"}} {n}
+"""
+
+
+def _counting_scraper(interval_s: float) -> tuple[Scraper, dict[str, int]]:
+    """A scraper whose sources answer with how many times they were asked (a counter)."""
+    asked = {"target": 0, "pg": 0}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        source = request.url.host.split(".")[0]
+        asked[source] += 1
+        return httpx.Response(200, text=COUNTER.format(n=asked[source]))
+
+    scraper = Scraper(
+        {"target": "http://target.invalid/metrics", "pg": "http://pg.invalid/metrics"},
+        interval_s,
+        transport=httpx.MockTransport(handler),
+    )
+    return scraper, asked
+
+
+def test_stop_final_scrapes_every_source_once_more_after_the_loop() -> None:
+    # A long interval: the loop scrapes once at its start and would not again before stop.
+    scraper, asked = _counting_scraper(60.0)
+    scraper.start()
+    deadline = time.monotonic() + 5
+    while sum(asked.values()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert asked == {"target": 1, "pg": 1}
+    before_stop = time.time()
+    scraper.stop(final=True)
+    assert asked == {"target": 2, "pg": 2}
+    frame = scraper.frame()
+    for source in ("target", "pg"):
+        rows = frame[frame["source"] == source]
+        assert rows["value"].tolist() == [1.0, 2.0]  # the final reading is the newest
+        assert rows["t"].iloc[-1] >= before_stop  # taken after the load finished
+    scraper.stop(final=True)  # a second stop does nothing
+    assert asked == {"target": 2, "pg": 2}
+
+
+def test_stop_without_final_takes_no_more_scrapes() -> None:
+    scraper, asked = _counting_scraper(60.0)
+    scraper.scrape_once()
+    scraper.stop()
+    assert asked == {"target": 1, "pg": 1}

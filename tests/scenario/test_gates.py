@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
+from harness.cli import app
 from harness.core.errors import ScenarioError
 from harness.scenario.gates import BinOp, GateSyntaxError, Metric, Number, check_gate, parse_gate
 from harness.scenario.loader import load_scenario_text
+from tests.conftest import ROOT
 
 SCENARIO = """\
 name: g
@@ -80,3 +83,50 @@ def test_scenario_gates_are_validated_with_lines() -> None:
     (problem,) = info.value.problems
     assert str(problem).startswith("g.yaml:14:")
     assert "gates.1" in str(problem) and "unknown figure 'prods.p95'" in str(problem)
+
+
+# ---------------------------------------------------------------- a bounded parser (issue 12)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # 5,000 of these raised RecursionError, in `harness validate` and `harness gate -g`.
+        ("(" * 5000 + "after.pg.calls" + ")" * 5000 + " < 1", "at most 1000 characters"),
+        ("-" * 5000 + "after.pg.calls < 1", "at most 1000 characters"),
+        ("(" * 50 + "after.pg.calls" + ")" * 50 + " < 1", "nested more than 32 deep"),
+        ("-" * 50 + "after.pg.calls < 1", "nested more than 32 deep"),
+        ("after.pg.calls < " + " + ".join(["1"] * 150), "at most 200 numbers"),
+        ("after.pg.calls < " + "1" * 2000, "at most 1000 characters"),
+        ("after.pg.calls < " + "9" * 400, "is too large"),
+        ("after.pg.calls\x0b < 1", "control character"),
+        ("after.pg.calls < 1\udcff", "control character"),
+    ],
+)
+def test_the_parser_is_bounded(text: str, message: str) -> None:
+    with pytest.raises(GateSyntaxError, match=message):
+        parse_gate(text)
+
+
+def test_a_gate_at_the_bounds_parses() -> None:
+    nested = "(" * 32 + "after.pg.calls" + ")" * 32 + " < " + " + ".join(["1"] * 60)
+    assert parse_gate(nested).metrics() == [Metric("after", ("pg", "calls"))]
+
+
+def test_unknown_names_are_listed_briefly() -> None:
+    endpoints = "".join(f"  e{i}: {{path: /e, rate: 1}}\n" for i in range(98))
+    scenario = load_scenario_text(SCENARIO.replace("traffic:\n", "traffic:\n" + endpoints))
+    (problem,) = check_gate(parse_gate("after.nope < 1"), scenario.scenario)
+    assert "more; see docs/scenario.md" in problem and len(problem) < 1500
+
+
+@pytest.mark.parametrize(
+    ("depth", "message"), [(50, "nested more than 32 deep"), (5000, "at most 1000 characters")]
+)
+def test_harness_gate_refuses_a_deep_extra_gate(depth: int, message: str) -> None:
+    run = ROOT / "tests" / "data" / "run-quickstart-v1"
+    deep = "(" * depth + "after.products.p95" + ")" * depth + " < 1"
+    result = CliRunner().invoke(app, ["gate", str(run), "-g", deep])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not isinstance(result.exception, RecursionError)

@@ -6,6 +6,8 @@ import harness.scenario
 def test_scenario_exports() -> None:
     assert harness.scenario.__all__ == [
         "Build",
+        "CommandBuild",
+        "DockerBuild",
         "Endpoint",
         "Fault",
         "FaultOverride",
@@ -13,6 +15,8 @@ def test_scenario_exports() -> None:
         "PgSchedule",
         "Phase",
         "Scenario",
+        "ShopBuild",
+        "UrlBuild",
         "load_scenario",
         "load_scenario_text",
     ]

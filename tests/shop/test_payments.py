@@ -30,7 +30,13 @@ from targets.shop.pg_client import (
     PgServerError,
     PgTimeout,
 )
-from targets.shop.resilience import CallNotPermittedError, CircuitBreakerConfig, RetryConfig
+from targets.shop.resilience import (
+    BulkheadFullError,
+    CallNotPermittedError,
+    CircuitBreakerConfig,
+    RetryConfig,
+    TimeLimitExceededError,
+)
 
 SHOP = Path(__file__).resolve().parents[2] / "targets" / "shop"
 
@@ -51,6 +57,8 @@ def test_the_http_client_only_raises_its_own_errors() -> None:
         (PgServerError(503), True, True),
         (PgRejected(400, "bad"), False, False),
         (CallNotPermittedError("pgClient"), False, True),
+        (BulkheadFullError("pgClient"), False, True),
+        (TimeLimitExceededError("pgClient", 1.0), True, True),
         (ValueError("bug"), False, True),
     ],
 )
@@ -62,7 +70,7 @@ def test_the_shop_policy(error: BaseException, retried: bool, recorded: bool) ->
 def test_policy_is_added_to_the_scenario_settings_not_instead_of_them() -> None:
     retry = pg_retry_config(RetryConfig(max_attempts=5, wait_duration_s=0.2))
     assert (retry.max_attempts, retry.wait_duration_s) == (5, 0.2)
-    assert retry.ignore_exceptions == (CallNotPermittedError,)
+    assert retry.ignore_exceptions == (CallNotPermittedError, BulkheadFullError)
     breaker = pg_breaker_config(CircuitBreakerConfig(sliding_window_size=7))
     assert breaker.sliding_window_size == 7
     assert breaker.ignore_exceptions == (PgRejected,)
@@ -89,12 +97,8 @@ def scripted_gateway(*answers: str) -> httpx.MockTransport:
 
 
 def make_service(transport: httpx.MockTransport, **settings: object) -> PaymentService:
-    config = ShopConfig(
-        pg_url="http://127.0.0.1:9",
-        workers=4,
-        retry=RetryConfig(max_attempts=2, wait_duration_s=0.0),
-        **settings,  # type: ignore[arg-type]
-    )
+    settings = {"retry": RetryConfig(max_attempts=2, wait_duration_s=0.0), **settings}
+    config = ShopConfig(pg_url="http://127.0.0.1:9", workers=4, **settings)  # type: ignore[arg-type]
     client = PgClient(config.pg_url, 1.0, 1.0, 4, transport=transport)
     return PaymentService(config, Store(":memory:", 10), client, clock=lambda: 0.0)
 

@@ -12,12 +12,25 @@ from typing import Literal
 
 from targets.shop.resilience._checks import ExceptionTypes, exception_types, require_int_at_least
 
-__all__ = ["CallKind", "CircuitBreakerConfig", "SlidingWindowType"]
+__all__ = ["CallKind", "CircuitBreakerConfig", "SlidingWindowType", "classify_error"]
 
 SlidingWindowType = Literal["COUNT_BASED", "TIME_BASED"]
 
 CallKind = Literal["successful", "failed", "ignored"]
 """How the breaker counts a finished call (the ``kind`` label of Resilience4j's metrics)."""
+
+
+def classify_error(
+    error: BaseException, record_exceptions: ExceptionTypes, ignore_exceptions: ExceptionTypes
+) -> CallKind:
+    """How a call that raised ``error`` is counted, in Resilience4j's order: ignored if listed
+    in ``ignore_exceptions``; else failed if ``record_exceptions`` is empty (every error is a
+    failure) or lists it; else successful. Shared by both breaker kinds."""
+    if isinstance(error, ignore_exceptions):
+        return "ignored"
+    if not record_exceptions or isinstance(error, record_exceptions):
+        return "failed"
+    return "successful"
 
 
 @dataclass(frozen=True)
@@ -75,11 +88,5 @@ class CircuitBreakerConfig:
             )
 
     def classify(self, error: BaseException) -> CallKind:
-        """How a call that raised ``error`` is counted, in Resilience4j's order: ignored if
-        listed in ``ignore_exceptions``; else failed if ``record_exceptions`` is empty (every
-        error is a failure) or lists it; else successful."""
-        if isinstance(error, self.ignore_exceptions):
-            return "ignored"
-        if not self.record_exceptions or isinstance(error, self.record_exceptions):
-            return "failed"
-        return "successful"
+        """How a call that raised ``error`` is counted (:func:`classify_error`)."""
+        return classify_error(error, self.record_exceptions, self.ignore_exceptions)

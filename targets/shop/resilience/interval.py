@@ -139,8 +139,12 @@ class ExponentialBackoff:
 
     def __call__(self, attempt: int) -> float:
         _check_attempt(attempt)
-        wait = _exponential(self.initial_interval_s, self.multiplier, attempt)
+        wait = self._spread(_exponential(self.initial_interval_s, self.multiplier, attempt))
         return wait if self.max_interval_s is None else min(wait, self.max_interval_s)
+
+    def _spread(self, wait_s: float) -> float:
+        """The wait before the cap applies: as it is (the randomized kind spreads it)."""
+        return wait_s
 
     def __repr__(self) -> str:
         return (
@@ -149,7 +153,7 @@ class ExponentialBackoff:
         )
 
 
-class ExponentialRandomBackoff:
+class ExponentialRandomBackoff(ExponentialBackoff):
     """The exponential wait spread by ``+- randomization_factor``, then capped: the cap
     applies after randomizing, as in Resilience4j (``ofExponentialRandomBackoff``)."""
 
@@ -161,18 +165,11 @@ class ExponentialRandomBackoff:
         max_interval_s: float | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        _check_interval("initial_interval_s", initial_interval_s)
-        _check_multiplier(multiplier)
-        _check_cap(initial_interval_s, max_interval_s)
-        self.initial_interval_s = initial_interval_s
-        self.multiplier = multiplier
-        self.max_interval_s = max_interval_s
+        super().__init__(initial_interval_s, multiplier, max_interval_s)
         self._jitter = _Jitter(randomization_factor, rng)
 
-    def __call__(self, attempt: int) -> float:
-        _check_attempt(attempt)
-        wait = self._jitter(_exponential(self.initial_interval_s, self.multiplier, attempt))
-        return wait if self.max_interval_s is None else min(wait, self.max_interval_s)
+    def _spread(self, wait_s: float) -> float:
+        return self._jitter(wait_s)
 
     def __repr__(self) -> str:
         return (

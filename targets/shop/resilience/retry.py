@@ -1,8 +1,9 @@
 """Retry with Resilience4j's configuration model and outcome counters.
 
-The shop wraps payment-gateway calls as ``Retry(CircuitBreaker(call))`` (Resilience4j's
-default aspect order), so every attempt passes through the breaker and a refused attempt
-(CallNotPermittedError) is just another exception for the retry to judge.
+By default the shop wraps payment-gateway calls as ``Retry(CircuitBreaker(call))``
+(Resilience4j's default aspect order, :mod:`.decorators`), so every attempt passes through
+the breaker and a refused attempt (CallNotPermittedError) is just another exception for the
+retry to judge.
 
 What is retried is the config's ``retry_exceptions`` / ``ignore_exceptions`` (Resilience4j's
 ``retryExceptions`` / ``ignoreExceptions``). The waits are an

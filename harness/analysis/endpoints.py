@@ -1,0 +1,104 @@
+"""Per-endpoint figures: request counts, rates, success and latency percentiles.
+
+Latency is end minus *intended* start, so a request the generator had to send
+late still counts its wait. Only requests intended inside the measured window
+(after warmup) count.
+
+Service kept (seed 004) is read from the samples alone: ``kept_pct`` is the
+share of requests answered 2xx, fresh or from a cache, ``cached_pct`` the share
+the target marked as answered from its cache (``X-Outcome: cached``, recorded
+as the sample's ``outcome``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.combine import round_figure as _round
+from harness.analysis.model import EndpointFigures, EndpointInfo, Percentiles
+from harness.scenario.schema import Scenario
+
+EPS_S = 1e-5
+"""Intended starts are stored to the microsecond: the tolerance of a window's edges."""
+QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+CACHED_OUTCOME = "cached"
+"""The ``X-Outcome`` a target sends with an answer served from its cache (the shop's
+product-detail reads do)."""
+
+
+def measured(samples: pd.DataFrame, t0: float, duration_s: float) -> pd.DataFrame:
+    """Samples intended inside the measured window [t0, t0 + duration): what figures count."""
+    # Intended starts are stored to the microsecond; the tolerance keeps the first one in.
+    start = samples["intended_start"]
+    return samples[(start >= t0 - EPS_S) & (start < t0 + duration_s - EPS_S)]
+
+
+def endpoint_stats(
+    samples: pd.DataFrame, start: float, end: float, offered_rps: float
+) -> EndpointFigures:
+    """Requests, rates, success and latency percentiles of samples intended in [start, end)."""
+    window = measured(samples, start, end - start)
+    n = len(window)
+    latency = (window["end"] - window["intended_start"]).dropna()
+    service = (window["end"] - window["actual_start"]).dropna()
+    ok = window["status"].between(200, 399)
+    answered = window["status"].between(200, 299)
+    cached = answered & (window["outcome"] == CACHED_OUTCOME)
+    failed = window.loc[~ok]
+    errors = failed["outcome"].where(failed["outcome"] != "", failed["error"])
+    lateness = window["actual_start"] - window["intended_start"]
+    return {
+        "requests": n,
+        "offered_rps": offered_rps,
+        "achieved_rps": _round(n / max(end - start, 1e-9)),
+        "success_pct": _round(100.0 * ok.mean() if n else None, 2),
+        "kept_pct": _round(100.0 * answered.mean() if n else None, 2),
+        "cached_pct": _round(100.0 * cached.mean() if n else None, 2),
+        "errors": {str(k): int(v) for k, v in errors.value_counts().sort_index().items()},
+        "latency_s": _percentiles(latency),
+        "service_time_s": _percentiles(service),
+        "max_lateness_s": _round(lateness.max() if n else None),
+        "unfinished": int(window["end"].isna().sum()),
+    }
+
+
+def _percentiles(values: pd.Series) -> Percentiles:
+    if values.empty:
+        return {"p50": None, "p95": None, "p99": None, "max": None, "mean": None}
+    arr = values.to_numpy(dtype=float)
+    p50, p95, p99 = (_round(float(np.quantile(arr, q))) for q in QUANTILES.values())
+    return {
+        "p50": p50,
+        "p95": p95,
+        "p99": p99,
+        "max": _round(float(arr.max())),
+        "mean": _round(float(arr.mean())),
+    }
+
+
+def gauge_summary(series: pd.Series, start: float, end: float) -> dict[str, float | None]:
+    window = series[(series.index >= start) & (series.index <= end)]
+    if window.empty:
+        return {"max": None, "mean": None, "p50": None}
+    return {
+        "max": _round(window.max(), 2),
+        "mean": _round(window.mean(), 2),
+        "p50": _round(window.median(), 2),
+    }
+
+
+def endpoint_info(scenario: Scenario, name: str) -> EndpointInfo:
+    """What the scenario asked of an endpoint; ``shape`` only when it is more than a rate."""
+    ep = scenario.traffic[name]
+    info: EndpointInfo = {
+        "method": ep.method,
+        "path": ep.path,
+        "rate": ep.rate
+        if ep.rate is not None
+        else _round(scenario.offered_rps(name, 0.0, scenario.duration)) or 0.0,
+        "calls_gateway": ep.calls_gateway,
+    }
+    if ep.stages is not None or ep.arrivals != "uniform":
+        info["shape"] = ep.shape()
+    return info

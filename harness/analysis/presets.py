@@ -1,0 +1,246 @@
+"""Presets: how one kind of target names the canonical series, and a build's own ``map:``.
+
+A preset names, for each canonical series (``harness.core.selectors.CANONICAL_SERIES``),
+the concrete series it is read from. ``resolve_preset`` applies a build's
+``metrics: {preset, map, breaker}``: ``map`` overrides or adds selectors, and
+``breaker`` picks one breaker by its ``name`` label when a service has several.
+Reading the samples through a preset is ``harness.analysis.series.map_canonical``.
+
+The presets:
+
+- ``shop``: the reference target (``targets/shop``), Resilience4j-style names.
+- ``spring-boot``: Micrometer with resilience4j-micrometer and Tomcat, as
+  ``/actuator/prometheus`` exposes them. Busy and max workers need Tomcat's
+  MBean registry (``server.tomcat.mbeanregistry.enabled=true``): without it
+  Spring Boot exposes no ``tomcat_threads_*`` series and they are not measured.
+- ``opossum``: opossum-prometheus (``circuit{name,event}`` counters, no state
+  gauge: the state is derived from the ``open``/``halfOpen``/``close`` events).
+  Busy and max workers and retries are ``targets/node-gateway``'s own series
+  (``http_requests_in_flight``, ``http_max_concurrency``, ``vendor_retries_total``);
+  another Node service says where its workers are with ``map:``.
+- ``none``: nothing; only what ``map`` gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.core.errors import InputError
+from harness.core.selectors import CANONICAL_SERIES, Selector, parse_selector
+
+BREAKER_STATES = {"closed": 0, "open": 1, "half_open": 2, "disabled": 3, "forced_open": 4}
+"""Numeric codes of breaker states in the canonical ``breaker_state`` series."""
+
+COUNTERS = ("blocked_calls", "pg_calls", "retries")
+"""Canonical series that are counters (the others are gauges)."""
+
+
+@dataclass(frozen=True)
+class Combination:
+    """A counter read as a sum of selectors minus others (opossum: ``fire`` - ``reject``)."""
+
+    plus: tuple[Selector, ...]
+    minus: tuple[Selector, ...] = ()
+
+    def __str__(self) -> str:
+        text = " + ".join(str(s) for s in self.plus)
+        return text + "".join(f" - {s}" for s in self.minus)
+
+
+Source = Selector | Combination
+"""Where a canonical counter is read from."""
+
+
+@dataclass(frozen=True)
+class StateEvents:
+    """A breaker whose state is told only by counters of its transitions (opossum).
+
+    ``label`` carries the event; the state after a scrape is the one the events
+    counted since the previous scrape lead to, taken in the breaker's own order
+    (closed -open-> open -halfOpen-> half_open -close-> closed, half_open -open-> open).
+    """
+
+    label: str = "event"
+    open: str = "open"
+    half_open: str = "halfOpen"
+    close: str = "close"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How one kind of target names the canonical series."""
+
+    name: str
+    busy_workers: Selector | None = None
+    max_workers: Selector | None = None
+    blocked_calls: Source | None = None
+    pg_calls: Source | None = None
+    retries: Source | None = None
+    breaker_state: Selector | None = None
+    """Without ``state_events``: a gauge with a ``state`` label, 1 for the current state
+    (Resilience4j). With them: the counter of the breaker's events (opossum)."""
+    state_events: StateEvents | None = None
+    lazy_labels: frozenset[str] = frozenset()
+    """Labels whose values appear only once counted (opossum's ``event``): while the
+    series exists with the selector's other labels, a missing value reads 0."""
+    breaker_label: str = "name"
+    breaker_series: frozenset[str] = frozenset({"blocked_calls", "breaker_state"})
+    """The canonical series that belong to the breaker, narrowed by ``breaker``."""
+    breaker: str | None = None
+    """The one breaker to read (its ``breaker_label`` value); None: every breaker."""
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    """The build's ``map`` as written (for the record: ``describe``)."""
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Why the preset names nothing for a canonical series, told when it is not measured."""
+
+    def source(self, name: str) -> Source | None:
+        """The selector (or difference) a canonical series is read from."""
+        if name not in CANONICAL_SERIES:
+            raise KeyError(name)
+        value: Source | None = getattr(self, name)
+        return value
+
+    def describe(self) -> dict[str, Any]:
+        """What a manifest records so the analysis can ``resolve_preset`` it again."""
+        return {"preset": self.name, "metrics_map": dict(self.overrides), "breaker": self.breaker}
+
+
+_R4J_BLOCKED = Selector("resilience4j_circuitbreaker_not_permitted_calls_total")
+_R4J_STATE = Selector("resilience4j_circuitbreaker_state")
+
+PRESETS: dict[str, Preset] = {
+    "shop": Preset(
+        name="shop",
+        busy_workers=Selector("shop_workers_busy"),
+        max_workers=Selector("shop_workers_max"),
+        blocked_calls=_R4J_BLOCKED,
+        pg_calls=Selector("shop_pg_calls_total"),
+        retries=Selector("shop_pg_retries_total"),
+        breaker_state=_R4J_STATE,
+    ),
+    "spring-boot": Preset(
+        name="spring-boot",
+        busy_workers=Selector("tomcat_threads_busy_threads"),
+        max_workers=Selector("tomcat_threads_config_max_threads"),
+        blocked_calls=_R4J_BLOCKED,
+        # A Timer: one _count per kind (successful, failed, ignored): every call the
+        # breaker let through. Not-permitted calls are counted apart (blocked_calls).
+        pg_calls=Selector("resilience4j_circuitbreaker_calls_seconds_count"),
+        # Resilience4j counts calls, not attempts: the calls retried at least once.
+        retries=Combination(
+            (
+                Selector("resilience4j_retry_calls_total", {"kind": "successful_with_retry"}),
+                Selector("resilience4j_retry_calls_total", {"kind": "failed_with_retry"}),
+            )
+        ),
+        breaker_state=_R4J_STATE,
+        breaker_series=frozenset({"blocked_calls", "breaker_state", "pg_calls"}),
+        notes={
+            "busy_workers": "Spring Boot exposes tomcat_threads_* only with "
+            "server.tomcat.mbeanregistry.enabled=true",
+            "max_workers": "Spring Boot exposes tomcat_threads_* only with "
+            "server.tomcat.mbeanregistry.enabled=true",
+        },
+    ),
+    "opossum": Preset(
+        name="opossum",
+        # targets/node-gateway's own gauges (summed over its pools): other Node services
+        # name their workers differently and say so with map.
+        busy_workers=Selector("http_requests_in_flight"),
+        max_workers=Selector("http_max_concurrency"),
+        blocked_calls=Selector("circuit", {"event": "reject"}),
+        # `fire` counts every call, refused ones too: the calls the breaker let through
+        # are fire - reject (node-gateway's own count is vendor_calls_total).
+        pg_calls=Combination(
+            (Selector("circuit", {"event": "fire"}),), (Selector("circuit", {"event": "reject"}),)
+        ),
+        retries=Selector("vendor_retries_total"),
+        breaker_state=Selector("circuit"),
+        state_events=StateEvents(),
+        lazy_labels=frozenset({"event"}),
+        breaker_series=frozenset({"blocked_calls", "breaker_state", "pg_calls"}),
+        notes={
+            "busy_workers": "the opossum preset reads node-gateway's http_requests_in_flight; "
+            "map busy_workers to your service's in-flight gauge",
+            "max_workers": "the opossum preset reads node-gateway's http_max_concurrency; "
+            "map max_workers to your service's concurrency limit",
+        },
+    ),
+    "none": Preset(name="none"),
+}
+
+
+def preset_named(name: str | None) -> Preset:
+    """The preset a build recorded in the manifest; runs that recorded none used ``shop``."""
+    try:
+        return PRESETS[name or "shop"]
+    except KeyError:
+        raise InputError(f"unknown metrics preset {name!r}; known: {sorted(PRESETS)}") from None
+
+
+def resolve_preset(
+    name: str, overrides: Mapping[str, str] | None = None, breaker: str | None = None
+) -> Preset:
+    """A build's preset: ``name`` with its ``map`` overrides and its ``breaker`` applied.
+
+    ``overrides`` maps canonical series to selectors (``name{label="v"}``); each
+    replaces the preset's (a ``breaker_state`` selector is read the preset's way:
+    a state gauge, or opossum's event counter). ``breaker`` adds
+    ``name="<breaker>"`` to the preset's own breaker series
+    (``Preset.breaker_series``); a selector ``map`` gives is used as written.
+    Raises ``ValueError`` for an unknown preset, an unknown key or a malformed
+    selector.
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown metrics preset {name!r}; known: {', '.join(PRESETS)}")
+    preset = PRESETS[name]
+    changes: dict[str, Any] = {}
+    for key, text in (overrides or {}).items():
+        if key not in CANONICAL_SERIES:
+            raise ValueError(
+                f"metrics.map: unknown series {key!r}; known: {', '.join(CANONICAL_SERIES)}"
+            )
+        try:
+            changes[key] = parse_selector(text)
+        except ValueError as exc:
+            raise ValueError(f"metrics.map.{key}: {exc}") from None
+    if breaker is not None:
+        if not breaker:
+            raise ValueError("metrics.breaker: empty breaker name")
+        for key in preset.breaker_series - set(changes):
+            current = preset.source(key)
+            if current is not None:
+                changes[key] = _narrow(current, preset.breaker_label, breaker)
+    notes = {k: v for k, v in preset.notes.items() if k not in (overrides or {})}
+    return replace(preset, **changes, breaker=breaker, overrides=dict(overrides or {}), notes=notes)
+
+
+def _narrow(source: Source, label: str, value: str) -> Source:
+    if isinstance(source, Combination):
+        return Combination(
+            tuple(s.with_labels(**{label: value}) for s in source.plus),
+            tuple(s.with_labels(**{label: value}) for s in source.minus),
+        )
+    return source.with_labels(**{label: value})
+
+
+def preset_for(info: Mapping[str, Any]) -> Preset:
+    """The preset of a build as its manifest entry records it (``Preset.describe``).
+
+    ``preset`` (a name; ``shop`` when absent, as runs before presets were
+    recorded used it), ``metrics_map`` and ``breaker``. A manifest naming an
+    unknown preset or a bad selector is an ``InputError``.
+    """
+    name = info.get("preset")
+    overrides = info.get("metrics_map") or {}
+    breaker = info.get("breaker")
+    try:
+        return resolve_preset(
+            str(name) if name else "shop",
+            {str(k): str(v) for k, v in dict(overrides).items()},
+            None if breaker is None else str(breaker),
+        )
+    except ValueError as exc:
+        raise InputError(f"the manifest's metrics settings: {exc}") from None

@@ -1,0 +1,83 @@
+"""The Typer app, its consoles and exit codes: what every command module shares.
+
+Exit codes: 0 success · 1 a gate failed · 2 bad input · 3 the run failed ·
+130 interrupted. Only the ``harness.cli`` package prints or exits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
+
+from harness.core.errors import InputError, RunError, ScenarioError
+
+EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+app = typer.Typer(
+    help="Load-test and chaos-experiment harness for resilience patterns.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class _Console(Console):
+    """Rich's console, except that logs and pipes get 140 columns.
+
+    They have no width, and rich's 80 would fold figure names mid-word. Decided
+    when printing, not at import, so it follows wherever stdout points then.
+    """
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(140, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+console = _Console()
+err = Console(stderr=True)
+
+ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file", show_default=False)]
+
+
+RunDirArg = Annotated[Path, typer.Argument(help="a run folder under results/", show_default=False)]
+
+
+def fail_input(exc: InputError) -> typer.Exit:
+    if isinstance(exc, ScenarioError):
+        for problem in exc.problems:
+            err.print(f"[red]error[/red] {escape(str(problem))}", highlight=False, soft_wrap=True)
+        err.print(f"{len(exc.problems)} problem(s) found.", highlight=False)
+    else:
+        err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_INPUT)
+
+
+def fail_run(exc: RunError) -> typer.Exit:
+    err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_RUN)
+
+
+def write_output(path: Path, text: str) -> None:
+    """A file asked for on the command line (--junit, --markdown), through the results writer:
+    a failure is a ``WriteError`` saying which file and why, and no temporary file stays."""
+    from harness.results.io import write_error, write_text_atomic
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(path.parent, exc) from exc
+    write_text_atomic(path, text)
+
+
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,172 @@
+"""Commands that read a finished run: report, gate, compare, plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from harness.cli._app import (
+    EXIT_GATE,
+    EXIT_OK,
+    EXIT_RUN,
+    RunDirArg,
+    app,
+    console,
+    err,
+    fail_input,
+    fail_run,
+    write_output,
+)
+from harness.core.errors import InputError, RunError
+from harness.scenario.loader import load_scenario
+
+
+def render_report(run_dir: Path) -> None:
+    from harness.report.make import make_report
+    from harness.report.tables import terminal_table
+
+    report = make_report(run_dir)
+    if report["builds"]:
+        console.print(terminal_table(report))
+    html = " report.html, charts/" if (run_dir / "report.html").exists() else ""
+    console.print(f"results: {run_dir}  (report.json, report.md,{html})", highlight=False)
+
+
+@app.command()
+def report(
+    run_dir: Annotated[
+        Path, typer.Argument(help="a run folder under results/", show_default=False)
+    ],
+) -> None:
+    """Re-render report.json and report.md of a finished run and print its table."""
+    try:
+        render_report(run_dir)
+    except InputError as exc:
+        raise fail_input(exc) from None
+    except RunError as exc:
+        err.print(f"[red]no report[/red]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_RUN) from None
+
+
+def run_gates(
+    run_dir: Path,
+    junit: Path | None,
+    baseline: Path | None,
+    extra: list[str],
+    scenario_gates: bool = True,
+) -> int:
+    """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
+    from harness.gates.evaluate import evaluate_all, gates_of
+    from harness.gates.junit import junit_xml
+    from harness.report.compare import load_report
+    from harness.scenario.gates import GateSyntaxError, check_gate
+    from harness.scenario.gates import parse_gate as parse
+
+    scenario = load_scenario(run_dir / "scenario.yaml").scenario
+    gates = gates_of(scenario) if scenario_gates else []
+    for text in extra:
+        try:
+            gate = parse(text)
+        except GateSyntaxError as exc:
+            shown = text if len(text) <= 80 else text[:77] + "..."
+            raise InputError(f"--gate {shown!r}: {exc}") from None
+        problems = check_gate(gate, scenario)
+        if problems:
+            raise InputError(f"--gate {text!r}: " + "; ".join(problems))
+        gates.append(gate)
+    if not gates:
+        raise InputError(f"{run_dir}: the scenario has no gates and none were given (--gate)")
+    report = load_report(run_dir)
+    base = load_report(baseline) if baseline is not None else None
+    results = evaluate_all(gates, report, base)
+    table = Table(title=f"gates ({sum(r.passed for r in results)}/{len(results)} pass)")
+    for col in ("gate", "measured", "limit", "verdict"):
+        table.add_column(col, justify="left" if col in ("gate", "verdict") else "right")
+    for r in results:
+        colour = {"pass": "green", "fail": "red", "error": "yellow"}[r.verdict]
+        measured = "-" if r.left is None else f"{r.left:.4g}"
+        limit = "-" if r.right is None else f"{r.op} {r.right:.4g}"
+        verdict = r.verdict + (f" ({r.detail})" if r.detail else "")
+        table.add_row(escape(r.name), measured, limit, f"[{colour}]{escape(verdict)}[/{colour}]")
+    console.print(table)
+    if junit is not None:
+        write_output(junit, junit_xml(results, scenario.name))
+        console.print(f"JUnit XML: {junit}", highlight=False)
+    return EXIT_OK if all(r.passed for r in results) else EXIT_GATE
+
+
+@app.command()
+def gate(
+    run_dir: RunDirArg,
+    junit: Annotated[Path | None, typer.Option(help="write JUnit XML here")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="a saved run (e.g. from main) for baseline.* figures")
+    ] = None,
+    extra: Annotated[
+        list[str] | None, typer.Option("--gate", "-g", help="an extra gate expression")
+    ] = None,
+    scenario_gates: Annotated[
+        bool, typer.Option(help="also check the gates written in the run's scenario")
+    ] = True,
+) -> None:
+    """Check a finished run against its scenario's gates; exit 1 when one fails."""
+    try:
+        code = run_gates(run_dir, junit, baseline, extra or [], scenario_gates)
+    except InputError as exc:
+        raise fail_input(exc) from None
+    except RunError as exc:
+        raise fail_run(exc) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def compare(
+    run_a: RunDirArg,
+    run_b: Annotated[
+        Path | None, typer.Argument(help="a second run folder (omit to compare builds of RUN_A)")
+    ] = None,
+    build: Annotated[
+        list[str] | None, typer.Option("--build", "-b", help="builds to compare (repeatable)")
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option(help="also write the comparison as Markdown (PR comment)")
+    ] = None,
+) -> None:
+    """Compare two runs (main vs branch) or two builds of one run, figure by figure."""
+    from harness.report.compare import compare_runs, load_report, rich_tables
+    from harness.report.compare import markdown as to_markdown
+
+    try:
+        report_a = load_report(run_a)
+        report_b = load_report(run_b) if run_b is not None else None
+        labels, groups = compare_runs(report_a, report_b, build or [])
+    except InputError as exc:
+        raise fail_input(exc) from None
+    for table in rich_tables(labels, groups):
+        console.print(table)
+    if markdown is not None:
+        try:
+            write_output(markdown, to_markdown(labels, groups))
+        except RunError as exc:
+            raise fail_run(exc) from None
+        console.print(f"Markdown: {markdown}", highlight=False)
+
+
+@app.command()
+def plot(run_dir: RunDirArg) -> None:
+    """(Re)draw a run's charts into RUN_DIR/charts/ (PNG, fault phases shaded)."""
+    from harness.report.charts import draw_charts
+    from harness.results.model import load
+
+    try:
+        run = load(run_dir)
+        scenario = load_scenario(run_dir / "scenario.yaml").scenario
+        charts = draw_charts(run, scenario, run_dir / "charts")  # an unknown preset: InputError
+    except InputError as exc:
+        raise fail_input(exc) from None
+    for name, path in charts.items():
+        console.print(f"{name}: {path}", highlight=False)

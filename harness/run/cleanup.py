@@ -1,0 +1,325 @@
+"""Finishing runs that did not finish: what ``harness clean`` and the start of ``harness run`` do.
+
+A run whose orchestrator was killed (``kill -9``, the OOM killer, a CI runner
+cancelling a job) leaves its manifest at ``running`` and its builds' live
+CSV logs unconverted; its processes die with it (``orphan_guard``). Here such
+a run is found and closed: its manifest says ``crashed`` (with ``ended_at``,
+the last time it wrote anything), each unfinished build's ``samples.csv`` and
+``pg-ledger.csv`` become ``samples.parquet`` and ``pg.parquet``, the target's
+own records are collected, and what the crash left lying (temporary files,
+the disk reserve) is removed, so ``harness report`` reads it like any other.
+Metrics are not kept: the scraper holds them in memory until a build ends.
+
+A run is closed only when nothing can still be writing it: its folder's lock
+(held by a live orchestrator, dropped by the kernel at its death) is free,
+and the process its manifest names (pid, boot and start time, so a recycled
+pid is not mistaken for it) is gone. Runs of another host, or written by a
+harness that did not record its orchestrator, are left alone and said so.
+A run that ended (failed, say on a full disk) with its CSVs unconverted gets
+them converted too, its status untouched.
+
+Containers. A ``docker`` build's container is removed by its runner when the
+build stops, and when ``harness run`` dies (the orphan guard stops the
+runner); only when the runner was killed too is one left. ``clean_results``
+with ``containers`` then asks the Docker Engine for every container the
+harness labelled (``harness.run``) and removes those whose run is over: a run
+it just closed as crashed, or one whose ``harness run`` (the
+``harness.orchestrator`` label: pid, boot and start time) no longer lives on
+this host, wherever its results folder is. Containers of runs still going,
+or started from another host, are left alone. No Engine answering is not a
+problem unless a crashed run it closed had docker builds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import HarnessError, RunError
+from harness.results.io import (
+    RESERVE_NAME,
+    keep_live_logs,
+    live_sample_files,
+    lock_dir,
+    utc_now,
+    write_json_atomic,
+)
+from harness.run.manifest import identity_alive
+from harness.run.registry import target_for
+from harness.scenario.loader import load_scenario
+
+
+@dataclass(frozen=True)
+class Closed:
+    """One run folder that was finished: its status now and what was done."""
+
+    run_dir: Path
+    status: str
+    done: list[str]
+
+
+@dataclass
+class CleanReport:
+    """What a clean found: runs closed, runs left alone (and why), runs it could not close."""
+
+    closed: list[Closed] = field(default_factory=list)
+    left: list[tuple[Path, str]] = field(default_factory=list)
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+    containers: list[str] = field(default_factory=list)
+    """Containers of runs that are over, removed: ``<name> (run <id>)``."""
+    container_problems: list[str] = field(default_factory=list)
+    """Why containers of such runs could not be looked for or removed."""
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """Run folders under a results root (``<scenario>/<run>/manifest.json``), oldest first."""
+    try:
+        if not root.is_dir():
+            return []
+        found = list(root.glob("*/*/manifest.json"))
+    except OSError:  # a path too long, say: nothing of ours can be there
+        return []
+    return sorted((p.parent for p in found), key=lambda p: p.name)
+
+
+def clean_results(root: Path, containers: bool = False) -> CleanReport:
+    """Close every run under ``root`` that a dead orchestrator left open (see the module).
+
+    The containers of a crashed run it closes are removed with it; with ``containers``,
+    also those of every run that is over, wherever its results are (see the module).
+    """
+    report = CleanReport()
+    for run_dir in run_dirs(root):
+        try:
+            _clean_run(run_dir, report)
+        except (HarnessError, OSError, ValueError) as exc:
+            report.failed.append((run_dir, str(exc)))
+    if containers:
+        remove_leftover_containers(report)
+    return report
+
+
+def remove_run_containers(run_id: str) -> list[str]:
+    """Remove the containers of run ``run_id`` (its orchestrator is gone); their names.
+
+    Raises ``RunError`` when no Docker Engine answers.
+    """
+    from harness.run.target_docker import LABEL_RUN, connect, remove_container, run_containers
+
+    client = connect(timeout_s=10)
+    try:
+        found = run_containers(client, {LABEL_RUN: run_id})
+        for container in found:
+            remove_container(container)
+        return [str(c.name) for c in found]
+    finally:
+        client.close()
+
+
+def remove_leftover_containers(report: CleanReport) -> None:
+    """Remove every harness-labelled container whose run is over, wherever its results are.
+
+    No Engine answering is not a problem here: there is nothing to remove then (the
+    containers of a crashed run it closes are looked for, and a missing Engine said,
+    by ``_close``).
+    """
+    from harness.run.target_docker import LABEL_RUN, connect, iter_labelled, remove_container
+
+    try:
+        client = connect(timeout_s=10)
+    except RunError:
+        return
+    try:
+        for container, labels in iter_labelled(client):
+            run_id = labels.get(LABEL_RUN, "?")
+            if container_run_alive(labels) is not None:
+                continue
+            try:
+                remove_container(container)
+            except Exception as exc:  # the Engine refused (a container being removed...)
+                report.container_problems.append(f"{container.name} (run {run_id}): {exc}")
+                continue
+            report.containers.append(f"{container.name} (run {run_id})")
+    except Exception as exc:  # the Engine went away while listing
+        report.container_problems.append(f"listing containers: {type(exc).__name__}: {exc}")
+    finally:
+        client.close()
+
+
+def container_run_alive(labels: dict[str, str]) -> str | None:
+    """Why a labelled container's run may still be going; ``None`` when it is over.
+
+    Over: its ``harness run`` (``harness.orchestrator``: pid, boot and start time) is
+    gone from this host. A container started from another host, or without that label,
+    is left alone.
+    """
+    from harness.run.target_docker import LABEL_HOST, LABEL_ORCHESTRATOR
+
+    host = labels.get(LABEL_HOST)
+    if host != socket.gethostname():
+        return f"started from another host ({host})"
+    try:
+        identity = json.loads(labels[LABEL_ORCHESTRATOR])
+    except (KeyError, ValueError):
+        return "its labels do not name its orchestrator"
+    if not isinstance(identity, dict):
+        return "its labels do not name its orchestrator"
+    return "its run is still going" if identity_alive(identity) else None
+
+
+def _unfinished_builds(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
+    """Builds whose live samples were never turned into Parquet."""
+    return [
+        key
+        for key, info in manifest.get("builds", {}).items()
+        if info.get("status") == "running"
+        or (
+            bool(live_sample_files(run_dir / key))
+            and not (run_dir / key / "samples.parquet").exists()
+        )
+    ]
+
+
+def _clean_run(run_dir: Path, report: CleanReport) -> None:
+    manifest_path = run_dir / "manifest.json"
+    manifest: dict[str, Any] = json.loads(manifest_path.read_text())
+    status = manifest.get("status")
+    if status != "running" and not _unfinished_builds(run_dir, manifest):
+        return  # the common case, decided without taking any lock
+    lock = lock_dir(run_dir)
+    if lock is None:
+        if status == "running":
+            report.left.append((run_dir, "still running"))
+        return
+    try:
+        manifest = json.loads(manifest_path.read_text())  # as it is now that we hold the lock
+        status = manifest.get("status")
+        if status == "running":
+            why_not = _why_still_open(manifest)
+            if why_not is not None:
+                report.left.append((run_dir, why_not))
+                return
+        done = _close(run_dir, manifest, report)
+        if done:
+            report.closed.append(Closed(run_dir, str(manifest.get("status")), done))
+    finally:
+        os.close(lock)
+
+
+def _why_still_open(manifest: dict[str, Any]) -> str | None:
+    """Why a ``running`` run must be left alone, or ``None`` when its orchestrator is gone."""
+    host = manifest.get("host", {}).get("hostname")
+    if host is not None and host != socket.gethostname():
+        return f"running on another host ({host})"
+    orchestrator = manifest.get("orchestrator")
+    if not isinstance(orchestrator, dict):
+        return "its manifest does not name its orchestrator (written by an older harness)"
+    if identity_alive(orchestrator):
+        return "still running"
+    return None
+
+
+def _last_write(run_dir: Path) -> str:
+    """When the run last wrote anything: as near to its death as the folder tells."""
+    latest = max((p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file()), default=None)
+    if latest is None:
+        return utc_now()
+    return datetime.fromtimestamp(latest, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _close(run_dir: Path, manifest: dict[str, Any], report: CleanReport) -> list[str]:
+    """Finish what the run left; write its manifest; say what was done."""
+    done: list[str] = []
+    crashed = manifest.get("status") == "running"
+    ended_at = _last_write(run_dir)
+    builds = manifest.get("builds", {})
+    if crashed and any(info.get("kind") == "docker" for info in builds.values()):
+        # Through the Engine first: stop_leftovers would only kill what runs in them.
+        run_id = str(manifest.get("run_id", run_dir.name))
+        try:
+            removed = remove_run_containers(run_id)
+        except RunError as exc:
+            report.container_problems.append(
+                f"{run_dir}: the containers of its docker builds were not removed: {exc}"
+            )
+        else:
+            if removed:
+                done.append(f"removed container(s) {', '.join(removed)}")
+    if crashed:
+        stopped = stop_leftovers(str(manifest.get("run_id", run_dir.name)))
+        if stopped:
+            done.append(f"stopped {len(stopped)} leftover process(es)")
+    scenario = None
+    with contextlib.suppress(HarnessError, OSError):
+        scenario = load_scenario(run_dir / "scenario.yaml").scenario
+    for key in _unfinished_builds(run_dir, manifest):
+        info = manifest["builds"][key]
+        if info.get("status") == "running":
+            info["status"] = "crashed"
+            info["ended_at"] = ended_at
+        bdir = run_dir / key
+        if not bdir.is_dir():
+            continue
+        info.update(keep_live_logs(bdir))
+        done.append(f"{key}: {info['samples']} samples, {info['pg_calls']} gateway calls kept")
+        build = scenario.builds.get(str(info.get("build", key))) if scenario else None
+        if build is not None:
+            try:
+                target_for(build).collect(bdir)
+            except Exception as exc:  # whatever a crash left of them: the samples are kept
+                info["save_error"] = f"the target's records: {type(exc).__name__}: {exc}"
+    for leftover in [run_dir / RESERVE_NAME, *run_dir.rglob("*.tmp")]:
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+    if crashed:
+        pid = manifest.get("orchestrator", {}).get("pid")
+        manifest.update(
+            status="crashed",
+            ended_at=ended_at,
+            error=f"the orchestrator (pid {pid}) died without closing the run "
+            f"(closed at {utc_now()})",
+        )
+        done.insert(0, "marked crashed")
+    if done:
+        write_json_atomic(run_dir / "manifest.json", manifest)
+    return done
+
+
+def leftover_processes(run_id: str) -> list[int]:
+    """Live processes whose environment carries ``HARNESS_RUN_ID=<run_id>`` (Linux ``/proc``)."""
+    marker = f"HARNESS_RUN_ID={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (
+                marker in (entry / "environ").read_bytes().split(b"\0")
+                and "\nState:\tZ" not in (entry / "status").read_text()
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def stop_leftovers(run_id: str, timeout_s: float = 5.0) -> list[int]:
+    """SIGKILL what a dead run left running (a harness without the orphan guard); their pids."""
+    pids = leftover_processes(run_id)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while pids and leftover_processes(run_id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if leftover_processes(run_id):
+        raise RunError(f"processes of run {run_id} would not stop: {leftover_processes(run_id)}")
+    return pids

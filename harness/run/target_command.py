@@ -1,0 +1,107 @@
+"""The ``command`` target: a process of the user's the harness starts, watches and stops.
+
+The process gets loopback ports the harness picked (each bound to port 0,
+read, closed: the process binds it itself), filled into its arguments and
+environment with the gateway's URL and the run's folder
+(``harness.scenario.placeholders.fill``). It runs in its own process group, with
+stdout and stderr in ``<build>/target.log``, and stops with the run's
+``ProcessGroup``. ``target.json`` records the command as it was started.
+
+``placeholder_values`` and ``metrics_url`` are shared with the other kinds the
+harness starts (a Docker container fills the same placeholders).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+
+from harness.core.errors import RunError
+from harness.core.net import LOOPBACK, port_of
+from harness.results.io import write_text_atomic
+from harness.run.targets import Launch, ServiceTarget, TargetContext
+from harness.scenario.builds import CommandBuild, ServiceBuild
+from harness.scenario.placeholders import fill
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (for a process to bind)."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind((LOOPBACK, 0))
+        return [port_of(s) for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def placeholder_values(ctx: TargetContext, fixed_port: int | None) -> dict[str, str]:
+    """What each placeholder stands for in one build's run (ports picked now)."""
+    port, metrics_port = free_ports(2)
+    return {
+        "port": str(fixed_port or port),
+        "metrics_port": str(metrics_port),
+        "pg_url": ctx.pg_url,
+        "run_dir": str(ctx.build_dir.parent.resolve()),
+        "build": ctx.build_dir.name,
+    }
+
+
+def metrics_url(build: ServiceBuild, values: Mapping[str, str]) -> str | None:
+    """Where a started build's metrics are scraped; ``None`` when ``metrics.path`` is null."""
+    if build.metrics.path is None:
+        return None
+    port = build.metrics.port
+    if isinstance(port, int):
+        number = str(port)
+    elif build.metrics_on_side_port:
+        number = values["metrics_port"]
+    else:
+        number = values["port"]
+    return f"http://{LOOPBACK}:{number}{build.metrics.path}"
+
+
+def find_program(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """The executable ``program`` names, as the process would find it; ``None`` if none."""
+    if "/" in program:
+        path = cwd / program
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    search = env.get("PATH", os.environ.get("PATH", os.defpath))
+    return shutil.which(program, path=search)
+
+
+class CommandTarget(ServiceTarget[CommandBuild]):
+    """A ``command`` build: the user's own process, started in the build's folder setting."""
+
+    def prepare(self, ctx: TargetContext) -> Launch:
+        build = self.build
+        values = placeholder_values(ctx, build.port)
+        argv = [fill(arg, values) for arg in build.command]
+        env = {name: fill(value, values) for name, value in build.env.items()}
+        cwd = (ctx.scenario_dir / build.cwd).resolve()
+        if not cwd.is_dir():
+            raise RunError(f"the build's cwd {build.cwd!r} is not a folder (looked for {cwd})")
+        if find_program(argv[0], cwd, env) is None:
+            where = f"in {cwd}" if "/" in argv[0] else "on PATH"
+            raise RunError(
+                f"the build's command {argv[0]!r} was not found {where} (or is not executable)"
+            )
+        record = {"kind": build.kind, "argv": argv, "cwd": str(cwd), "env": env}
+        write_text_atomic(ctx.build_dir / "target.json", json.dumps(record, indent=2))
+        return self.launch(
+            f"http://{LOOPBACK}:{values['port']}",
+            metrics_url(build, values),
+            argv=tuple(argv),
+            env=env,
+            cwd=cwd,
+        )
+
+    def collect(self, build_dir: Path) -> None:
+        """Nothing to collect: its log is already ``target.log``."""

@@ -1,0 +1,59 @@
+"""The ``url`` target: a service already running, which the harness neither starts nor stops.
+
+It is health-checked, loaded and scraped where the scenario says. It cannot
+be told where the gateway is, so the scenario fixes the gateway's port
+(``pg.port``) and the user points the service at it. Addresses are loopback
+only unless the scenario and the command line both allow others
+(``check_remote``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.core.errors import InputError
+from harness.run.targets import Launch, ServiceTarget, TargetContext
+from harness.scenario.builds import UrlBuild, remote
+from harness.scenario.schema import Scenario
+
+
+class UrlTarget(ServiceTarget[UrlBuild]):
+    """A ``url`` build: nothing to start; it must already answer its health check."""
+
+    def prepare(self, ctx: TargetContext) -> Launch:
+        return self.launch(
+            self.build.url,
+            self.build.scrape_url,
+            hint=(
+                "The harness does not start a url build: start the service first, with its "
+                f"gateway URL set to {ctx.pg_url} (pg.port)."
+            ),
+        )
+
+    def collect(self, build_dir: Path) -> None:
+        """Nothing to collect: the service keeps its own records."""
+
+
+def check_remote(scenario: Scenario, builds: Iterable[str], allowed: bool) -> None:
+    """Refuse traffic off this machine unless the scenario and the command line both allow it.
+
+    ``allowed`` is the command line's word (``--allow-remote``); raises ``InputError``.
+    """
+    for name in builds:
+        build = scenario.builds[name]
+        if not isinstance(build, UrlBuild):
+            continue
+        for key, url in build.addresses().items():
+            if not remote(url):
+                continue
+            if not scenario.allow_remote:
+                raise InputError(
+                    f"build {name!r}: {key} {url} is not on this machine; the scenario must "
+                    "say allow-remote: true (and harness run be given --allow-remote)"
+                )
+            if not allowed:
+                raise InputError(
+                    f"build {name!r}: {key} {url} is not on this machine; the scenario allows "
+                    "it (allow-remote: true), and the command line must too: add --allow-remote"
+                )

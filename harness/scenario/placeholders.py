@@ -1,0 +1,120 @@
+"""Placeholders in a build's command and environment, and the types that check them.
+
+A command's arguments and environment values (and a container's) may use
+``{port}``, ``{metrics_port}``, ``{pg_url}``, ``{run_dir}`` and ``{build}``;
+they are filled when the build starts (``fill``), from loopback ports the
+harness picked. ``{{`` and ``}}`` are literal braces. An unknown name, or a
+placeholder in an environment variable's name, is a validation error with its
+line.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator
+
+PLACEHOLDERS = ("build", "metrics_port", "pg_url", "port", "run_dir")
+"""Names a command or container may use as ``{name}``."""
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+def placeholders_in(text: str) -> list[str]:
+    """The placeholder names ``text`` uses, in order (``{{`` and ``}}`` are not placeholders)."""
+    return [m.group(1) for m in _TOKEN.finditer(text) if m.group(1) is not None]
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with each ``{name}`` replaced by ``values[name]`` and ``{{``/``}}`` unescaped."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return m.group(0)[0]
+        return values[m.group(1)]
+
+    return _TOKEN.sub(one, text)
+
+
+def _known_placeholders(text: str) -> str:
+    unknown = [name for name in placeholders_in(text) if name not in PLACEHOLDERS]
+    if unknown:
+        known = ", ".join("{" + n + "}" for n in PLACEHOLDERS)
+        raise ValueError(
+            f"unknown placeholder {{{unknown[0]}}}; known: {known} "
+            "(write {{ and }} for literal braces)"
+        )
+    return text
+
+
+def as_text(value: object) -> object:
+    """Numbers and booleans as YAML wrote them become text; ``{port}`` unquoted gets a hint."""
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value.values())) is None:
+        name = next(iter(value))
+        raise ValueError(
+            f'write "{{{name}}}" in quotes: unquoted, YAML reads {{{name}}} as a mapping'
+        )
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+Templated = Annotated[
+    str,
+    BeforeValidator(as_text, json_schema_input_type=str | int | float | bool),
+    AfterValidator(_known_placeholders),
+]
+"""Text that may use placeholders (an argument, an environment value)."""
+
+
+def _env_name(name: str) -> str:
+    if placeholders_in(name):
+        raise ValueError(
+            f"environment variable name {name!r} uses a placeholder; placeholders are filled "
+            "in values, not in names"
+        )
+    if not name or "=" in name or "\x00" in name:
+        raise ValueError(f"{name!r} is not an environment variable name")
+    return name
+
+
+def _env_name_text(name: object) -> object:
+    if isinstance(name, bool):
+        raise ValueError(
+            f"YAML read this variable's name as the boolean {str(name).lower()} (unquoted on, "
+            "off, yes, no, true and false are booleans): put the name in quotes"
+        )
+    return str(name) if isinstance(name, int | float) else name
+
+
+Env = dict[Annotated[str, BeforeValidator(_env_name_text), AfterValidator(_env_name)], Templated]
+"""Environment variables for the service; values may use placeholders."""
+
+
+def _argv(value: object) -> object:
+    """A command as a list, or as one string split the way a POSIX shell would (no expansion)."""
+    if isinstance(value, str):
+        try:
+            value = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"cannot split the command into arguments: {exc}") from None
+    if isinstance(value, list) and not value:
+        raise ValueError("the command is empty")
+    return value
+
+
+Argv = Annotated[
+    list[Templated], BeforeValidator(_argv, json_schema_input_type=str | list[Templated])
+]
+"""A command: ``[program, arg, ...]`` or a string, shlex-split."""
+
+
+def no_placeholders(text: str) -> str:
+    if placeholders_in(text):
+        raise ValueError("placeholders are filled in command and env only")
+    return text
