@@ -33,7 +33,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/lint-imports
 
 test: lint system-deps node-deps
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 # Debian packages and a local Docker Engine for the integration tests (see the script).
 system-deps:

@@ -60,6 +60,7 @@ def run_gates(
     scenario_gates: bool = True,
 ) -> int:
     """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
+    from harness.analysis.format import number
     from harness.gates.evaluate import evaluate_all, gates_of
     from harness.gates.junit import junit_xml
     from harness.report.compare import load_report
@@ -88,8 +89,8 @@ def run_gates(
         table.add_column(col, justify="left" if col in ("gate", "verdict") else "right")
     for r in results:
         colour = {"pass": "green", "fail": "red", "error": "yellow"}[r.verdict]
-        measured = "-" if r.left is None else f"{r.left:.4g}"
-        limit = "-" if r.right is None else f"{r.op} {r.right:.4g}"
+        measured = number(r.left)
+        limit = "-" if r.right is None else f"{r.op} {number(r.right)}"
         verdict = r.verdict + (f" ({r.detail})" if r.detail else "")
         table.add_row(escape(r.name), measured, limit, f"[{colour}]{escape(verdict)}[/{colour}]")
     console.print(table)

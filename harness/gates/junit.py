@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from harness.analysis.format import number
 from harness.gates.evaluate import GateResult
 
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -42,7 +43,7 @@ def junit_xml(results: list[GateResult], suite: str) -> str:
         case = ET.SubElement(
             ts, "testcase", classname=f"harness.gates.{suite}", name=xml_safe(r.name), time="0"
         )
-        measured = f"{_num(r.left)} {r.op} {_num(r.right)}"
+        measured = f"{number(r.left, 6)} {r.op} {number(r.right, 6)}"
         if r.verdict == "fail":
             ET.SubElement(
                 case, "failure", message=f"{text}: {measured} is false"
@@ -52,7 +53,3 @@ def junit_xml(results: list[GateResult], suite: str) -> str:
         ET.SubElement(case, "system-out").text = f"{text}\nmeasured: {measured}"
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
