@@ -157,82 +157,40 @@ def _bound_s(plan: LoadPlan, ready_s: float) -> int:
     return int(plan.total_s + plan.drain_s + ready_s + 30)
 
 
+def _locust(*args: str) -> list[str]:
+    """``python -m locust`` with the harness's locustfile and quiet logs, plus ``args``."""
+    return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), *args, "--loglevel", "WARNING"]
+
+
+def _headless(plan: LoadPlan, users: int, bound_s: int) -> tuple[str, ...]:
+    """Headless, ``users`` scheduler users at once; the run-time is only a bound if we hang."""
+    n = str(users)
+    return (
+        "--headless", "-u", n, "-r", n, "--run-time", f"{bound_s}s", "--host", plan.base_url,
+        "--only-summary", "--exit-code-on-error", "0",
+    )  # fmt: skip
+
+
 def locust_argv(plan: LoadPlan) -> list[str]:
     """Headless Locust with one scheduler user; its run-time is only a bound if we hang."""
-    return [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(LOCUSTFILE),
-        "--headless",
-        "-u",
-        "1",
-        "-r",
-        "1",
-        "--run-time",
-        f"{_bound_s(plan, READY_TIMEOUT_S)}s",
-        "--host",
-        plan.base_url,
-        "--only-summary",
-        "--exit-code-on-error",
-        "0",
-        "--loglevel",
-        "WARNING",
-    ]
+    return _locust(*_headless(plan, 1, _bound_s(plan, READY_TIMEOUT_S)))
 
 
 def master_argv(plan: LoadPlan, bind_host: str, port: int, ready_s: float) -> list[str]:
     """A headless Locust master expecting ``plan.workers`` workers, one scheduler user each."""
-    n = str(plan.workers)
-    return [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(LOCUSTFILE),
+    return _locust(
         "--master",
-        "--master-bind-host",
-        bind_host,
-        "--master-bind-port",
-        str(port),
-        "--expect-workers",
-        n,
-        "--expect-workers-max-wait",
-        str(int(ready_s)),
-        "--headless",
-        "-u",
-        n,
-        "-r",
-        n,
-        "--run-time",
-        f"{_bound_s(plan, ready_s)}s",
-        "--host",
-        plan.base_url,
-        "--only-summary",
-        "--exit-code-on-error",
-        "0",
-        "--loglevel",
-        "WARNING",
-    ]
+        "--master-bind-host", bind_host,
+        "--master-bind-port", str(port),
+        "--expect-workers", str(plan.workers),
+        "--expect-workers-max-wait", str(int(ready_s)),
+        *_headless(plan, plan.workers, _bound_s(plan, ready_s)),
+    )  # fmt: skip
 
 
 def worker_argv(master_host: str, master_port: int) -> list[str]:
     """A Locust worker with the harness's locustfile; the master sends it the plan."""
-    return [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(LOCUSTFILE),
-        "--worker",
-        "--master-host",
-        master_host,
-        "--master-port",
-        str(master_port),
-        "--loglevel",
-        "WARNING",
-    ]
+    return _locust("--worker", "--master-host", master_host, "--master-port", str(master_port))
 
 
 def free_port(host: str = LOOPBACK) -> int:
