@@ -12,15 +12,30 @@ A FIN cannot tell a half-close from a client that hung up, so the approve
 handler hears of it through ``Handler.on_peer_eof`` and decides (see
 ``Gateway.approve``): the call is recorded as ``client_gone`` then, and the
 answer, if one comes, is still written.
+
+A request aiohttp cannot parse is answered 400 by aiohttp, as before, but
+logged in one line instead of a traceback (a fuzzing client would otherwise
+fill the log with them), and only the first ``MALFORMED_LOGGED``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
+
+MALFORMED_LOGGED = 20
+"""Malformed requests logged (one line each); later ones are answered 400 silently."""
+
+
+class _Malformed:
+    """How many malformed requests this process has seen (for the log's bound)."""
+
+    seen = 0
 
 
 class Handler(RequestHandler):
@@ -54,6 +69,19 @@ class Handler(RequestHandler):
             return False  # idle: aiohttp waits for the next request
         payload = self._last_payload
         return payload is not None and bool(getattr(payload, "is_eof", lambda: False)())
+
+    def log_exception(self, *args: Any, **kw: Any) -> None:
+        exc = kw.get("exc_info")
+        if not isinstance(exc, HttpProcessingError):
+            super().log_exception(*args, **kw)
+            return
+        _Malformed.seen += 1
+        if _Malformed.seen > MALFORMED_LOGGED:
+            return
+        remote = args[1] if len(args) > 1 else "?"
+        what = (exc.message or type(exc).__name__).strip().splitlines()[0].rstrip(":")
+        more = "; later ones are not logged" if _Malformed.seen == MALFORMED_LOGGED else ""
+        self.logger.warning("malformed request from %s answered 400: %s%s", remote, what, more)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]
         if not self._answer_first():

@@ -65,6 +65,8 @@ PAYMENT_DTYPES = {
 }
 METRICS_COLUMNS = ["t", "source", "series", "labels", "value"]
 """Columns of ``metrics.parquet`` (long format, one row per scraped sample)."""
+METRICS_LIVE = "metrics.csv"
+"""The scraper's live log of ``metrics.parquet``'s rows, appended scrape by scrape."""
 
 
 def harness_version() -> str:
@@ -376,12 +378,29 @@ def ledger_from_csv(csv_path: Path) -> pd.DataFrame:
     return frame[list(LEDGER_DTYPES)].astype(LEDGER_DTYPES)
 
 
+def metrics_from_csv(csv_path: Path) -> pd.DataFrame:
+    """The scraper's live log (``metrics.csv``), keeping only whole rows."""
+    if not csv_path.exists() or csv_path.stat().st_size == 0:
+        return pd.DataFrame({col: [] for col in METRICS_COLUMNS}).astype(
+            {"t": "float64", "value": "float64"}
+        )
+    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
+    for col in ("t", "value"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    frame = frame.dropna(subset=["t", "value"])  # a killed writer's last line cut short
+    return frame[METRICS_COLUMNS].reset_index(drop=True)
+
+
 def keep_live_logs(build_dir: Path) -> dict[str, int]:
-    """Turn a build's live CSV logs into Parquet (``samples.parquet``, ``pg.parquet``).
+    """Turn a build's live CSV logs into Parquet (``samples.parquet``, ``pg.parquet``, and
+    ``metrics.parquet`` when the scraper did not write it: a killed run).
 
     What the load generator and the gateway appended while the build ran, cut
     short or not; returns the row counts as the manifest records them.
     """
+    if (build_dir / METRICS_LIVE).exists() and not (build_dir / "metrics.parquet").exists():
+        metrics = metrics_from_csv(build_dir / METRICS_LIVE)
+        write_parquet_atomic(metrics, build_dir / "metrics.parquet")
     samples = merged_samples(build_dir)
     write_parquet_atomic(samples, build_dir / "samples.parquet")
     ledger = ledger_from_csv(build_dir / "pg-ledger.csv")

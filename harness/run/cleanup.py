@@ -6,9 +6,9 @@ CSV logs unconverted; its processes die with it (``orphan_guard``). Here such
 a run is found and closed: its manifest says ``crashed`` (with ``ended_at``,
 the last time it wrote anything), each unfinished build's ``samples.csv`` and
 ``pg-ledger.csv`` become ``samples.parquet`` and ``pg.parquet``, the target's
-own records are collected, and what the crash left lying (temporary files,
-the disk reserve) is removed, so ``harness report`` reads it like any other.
-Metrics are not kept: the scraper holds them in memory until a build ends.
+own records are collected, the scraper's live ``metrics.csv`` becomes
+``metrics.parquet``, and what the crash left lying (temporary files, the disk
+reserve) is removed, so ``harness report`` reads it like any other.
 
 A run is closed only when nothing can still be writing it: its folder's lock
 (held by a live orchestrator, dropped by the kernel at its death) is free,

@@ -29,6 +29,7 @@ from harness.core.errors import RunError
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.load.plan import LoadPlan
 from harness.results.io import (
+    METRICS_LIVE,
     RunFolder,
     WriteError,
     keep_live_logs,
@@ -273,7 +274,9 @@ class Experiment:
         sources = {"target": launch.metrics_url} if launch.metrics_url else {}
         sources.update(launch.extra_metrics)
         scraper = Scraper(
-            {**sources, "pg": f"{control_url}/metrics"}, self.scenario.metrics.interval
+            {**sources, "pg": f"{control_url}/metrics"},
+            self.scenario.metrics.interval,
+            spool=bdir / METRICS_LIVE,
         )
         return scraper.start()
 
@@ -362,10 +365,13 @@ class Experiment:
             except Exception as exc:  # a target's records unreadable (sqlite3.Error...)
                 problems.append(RunError(f"{type(exc).__name__}: {exc}"))
 
-        attempt(lambda: info.update(keep_live_logs(bdir)))
         if scraper is not None:
+            scraper.stop()  # already stopped after the load; here for a build that failed before
             attempt(lambda: write_parquet_atomic(scraper.frame(), bdir / "metrics.parquet"))
             info["scrape_failures"] = dict(scraper.failures)
+            if scraper.spool_error is not None:
+                info["metrics_spool_error"] = scraper.spool_error
+        attempt(lambda: info.update(keep_live_logs(bdir)))
         attempt(lambda: target.collect(bdir))
         if not problems:
             return None

@@ -1,7 +1,10 @@
 """The metrics scraper: a thread in the orchestrator that GETs every /metrics each interval.
 
 It keeps every sample as read (``metrics.parquet``); mapping them to canonical
-series happens afterwards (``harness.analysis.series``). Its newest scrape also
+series happens afterwards (``harness.analysis.series``). With a ``spool`` it
+also appends each scrape to a CSV file as it goes (``metrics.csv``), so a run
+killed mid-build keeps its metrics: ``harness clean`` turns the CSV into
+``metrics.parquet`` as it does the samples. Its newest scrape also
 feeds the live progress line. ``stop(final=True)`` takes one last scrape of
 every source once the load has finished, so the counters' last reading comes
 after the last request rather than up to an interval before it.
@@ -9,10 +12,13 @@ after the last request rather than up to an interval before it.
 
 from __future__ import annotations
 
+import csv
 import json
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO
 
 import httpx
 import pandas as pd
@@ -43,6 +49,7 @@ class Scraper:
         *,
         transport: httpx.BaseTransport | None = None,
         clock: Clock = time.time,
+        spool: Path | None = None,
     ) -> None:
         self.sources = dict(sources)
         self.interval_s = interval_s
@@ -54,6 +61,34 @@ class Scraper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self.spool = spool
+        self.spool_error: str | None = None
+        """Why the spool stopped being written (a full disk), if it did."""
+        self._spool_file: IO[str] | None = None
+        if spool is not None:
+            self._spool_file = spool.open("w", newline="", encoding="utf-8")
+            csv.writer(self._spool_file).writerow(METRIC_COLUMNS)
+            self._spool_file.flush()
+
+    def _append_to_spool(self, rows: list[tuple[float, str, str, str, float]]) -> None:
+        """Append one source's scrape to the spool; a write error stops the spool, not the
+        scraper (the samples in memory still make ``metrics.parquet``)."""
+        if self._spool_file is None:
+            return
+        try:
+            csv.writer(self._spool_file).writerows(rows)
+            self._spool_file.flush()
+        except OSError as exc:
+            self.spool_error = f"{self.spool}: {exc.strerror or exc}"
+            self._close_spool()
+
+    def _close_spool(self) -> None:
+        spool, self._spool_file = self._spool_file, None
+        if spool is not None:
+            try:
+                spool.close()
+            except OSError as exc:
+                self.spool_error = self.spool_error or f"{self.spool}: {exc.strerror or exc}"
 
     def scrape_once(self) -> None:
         for source, url in self.sources.items():
@@ -67,6 +102,7 @@ class Scraper:
                 continue
             self.rows.extend(rows)
             self.latest[source] = rows
+            self._append_to_spool(rows)
 
     def _loop(self) -> None:
         next_at = self.clock()
@@ -96,6 +132,7 @@ class Scraper:
             self.scrape_once()
         self._closed = True
         self.client.close()
+        self._close_spool()
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=METRIC_COLUMNS)

@@ -325,3 +325,25 @@ def test_a_bad_port_fd_or_t0_exits_2_without_a_traceback(tmp_path: Path, option:
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and option[0] in done.stderr
+
+
+def test_malformed_http_is_400_in_one_log_line_each_and_the_log_is_bounded(
+    gateways: Callable[..., Gateway],
+) -> None:
+    from harness.gateway.connection import MALFORMED_LOGGED
+
+    g = gateways()
+    bad_length = b"GET /health HTTP/1.1\r\nHost: pg\r\nContent-Length: abc\r\n\r\n"
+    bad_chunk = (
+        b"POST /v1/payments/approve HTTP/1.1\r\nHost: pg\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\nzz\r\n"
+    )
+    for request in [bad_length] + [bad_chunk] * (MALFORMED_LOGGED + 5):
+        assert exchange(g.port, request, timeout=2).startswith(b"HTTP/1.0 400 ")
+    assert status_of(exchange(g.port, approve(b"after-the-garbage"))) == 200
+    assert g.stop() == 0
+    err = g.stderr
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "malformed request from 127.0.0.1" in line]
+    assert len(lines) == MALFORMED_LOGGED, err
+    assert "Content-Length" in lines[0] and lines[-1].endswith("later ones are not logged")

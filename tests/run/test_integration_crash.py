@@ -76,6 +76,10 @@ def test_kill_9_mid_build_leaves_nothing_and_clean_closes_the_run(tmp_path: Path
     samples = pd.read_parquet(run_dir / "before" / "samples.parquet")
     assert len(samples) >= 30 and manifest["builds"]["before"]["samples"] == len(samples)
     assert len(pd.read_parquet(run_dir / "before" / "pg.parquet")) > 0
+    # The scraper's spool: what it read before the kill is kept, the shop's and the gateway's.
+    metrics = pd.read_parquet(run_dir / "before" / "metrics.parquet")
+    assert {"target", "pg"} <= set(metrics["source"]) and metrics["t"].is_monotonic_increasing
+    assert "pg_calls_total" in set(metrics["series"])
     assert not list(run_dir.rglob("*.tmp")) and not (run_dir / ".reserve").exists()
 
     report = subprocess.run(
@@ -83,4 +87,6 @@ def test_kill_9_mid_build_leaves_nothing_and_clean_closes_the_run(tmp_path: Path
     )
     assert "Traceback" not in report.stderr
     assert report.returncode == 0, report.stdout + report.stderr
-    assert json.loads((run_dir / "report.json").read_text())["builds"]["before"]
+    built = json.loads((run_dir / "report.json").read_text())["builds"]["before"]
+    assert built
+    assert built["workers"].get("max_workers") is not None, built["workers"]  # from the spool
