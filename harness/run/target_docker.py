@@ -227,6 +227,23 @@ def build_image(
     return image, log
 
 
+def check_bridge(client: DockerClient) -> None:
+    """``network: bridge`` needs the Engine's ``bridge`` network; ``RunError`` (exit 3) when the
+    Engine was started without one (``dockerd --bridge=none``, as on the machines here)."""
+    import docker
+
+    try:
+        found = client.networks.list(names=["bridge"])
+    except docker.errors.DockerException as exc:
+        raise RunError(f"docker.network bridge: the Docker Engine: {_short(exc)}") from None
+    if not any(getattr(net, "name", None) == "bridge" for net in found):
+        raise RunError(
+            f"docker.network bridge: the Docker Engine at {engine_address()} has no bridge "
+            "network (started with --bridge=none?). Use network: host (the default: the "
+            "container shares this machine's loopback), or start dockerd with a bridge"
+        )
+
+
 def run_containers(
     client: DockerClient, labels: Mapping[str, str] | None = None
 ) -> list[Container]:
@@ -268,6 +285,8 @@ class DockerTarget(ServiceTarget[DockerBuild]):
         spec = self.build.docker
         client = connect()
         try:
+            if spec.network == "bridge":
+                check_bridge(client)
             if spec.build is not None:
                 context = (ctx.scenario_dir / spec.build.context).resolve()
                 if not (context / spec.build.dockerfile).is_file():

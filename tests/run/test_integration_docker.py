@@ -352,6 +352,29 @@ def test_a_failing_image_build_is_exit_3_with_the_end_of_its_log(
     assert _ours(tmp_path) == []
 
 
+@needs_engine
+@pytest.mark.integration
+def test_bridge_networking_on_an_engine_without_a_bridge_is_exit_3_before_anything(
+    tmp_path: Path, no_leftovers: None
+) -> None:
+    import docker
+
+    client = docker.from_env(timeout=10)
+    try:
+        if client.networks.list(names=["bridge"]):
+            pytest.skip("this Engine has a bridge network (the Engines here run --bridge=none)")
+    finally:
+        client.close()
+    source = f'image: "{BASE_IMAGE}"\n      network: bridge\n      ports: {{3000: "{{port}}"}}'
+    done = _run(_scenario(tmp_path, source=source))
+    assert done.returncode == 3, done.stdout + done.stderr
+    said = " ".join(done.stderr.split())
+    assert "docker.network bridge: the Docker Engine at" in said and "has no bridge" in said
+    assert "Use network: host" in said and "Traceback" not in done.stderr
+    assert not (tmp_path / "results").exists()
+    assert _ours(tmp_path) == []
+
+
 @pytest.mark.integration
 def test_no_engine_answering_is_exit_3_saying_how_to_start_one(tmp_path: Path) -> None:
     dead = tmp_path / "dead.sock"  # nothing listens there
