@@ -6,7 +6,7 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint full clean node-deps system-deps
+.PHONY: demo test lint full seeds clean node-deps system-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,23 @@ demo: $(VENV)/.installed
 
 full: $(VENV)/.installed
 	$(BIN)/harness run scenarios/pg-sustained-timeout.yaml
+
+# Every seed experiment at full length (scenarios/seeds/*.yaml, in name order; long, never in
+# CI). A failed run or gate does not stop the others; the index page links every report and
+# lists the seed claims (SEEDS/index.html, index.md). Exits 1 if any run failed.
+SEEDS ?= results/seeds
+
+seeds: $(VENV)/.installed
+	@set -- scenarios/seeds/*.yaml; \
+	if [ ! -e "$$1" ]; then echo "seeds: no scenarios/seeds/*.yaml"; exit 2; fi; \
+	since=$$(date -u +%Y%m%dT%H%M%SZ); status=0; \
+	for f in "$$@"; do \
+	  echo "== $$f"; \
+	  $(BIN)/harness run "$$f" --results $(SEEDS) || { echo "seeds: $$f failed"; status=1; }; \
+	done; \
+	$(BIN)/harness index "$$@" --results $(SEEDS) --since $$since \
+	  --out $(SEEDS)/index.html --title "Seed experiments" || status=1; \
+	exit $$status
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

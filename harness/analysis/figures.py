@@ -28,6 +28,7 @@ from harness.analysis.model import (
     BuildReport,
     PgSource,
     ReplicaFigures,
+    ReplicaWindow,
     Report,
     ResourceFigures,
     Timeline,
@@ -102,6 +103,10 @@ class BuildSeries:
         theirs (the share of replica time spent open)."""
         return _open_pct(self.states(), start, end)
 
+    def opens(self, start: float, end: float) -> float | None:
+        """Times the breaker left closed in [start, end); with replicas, the sum of theirs."""
+        return count_opens(self.states(), start, end)
+
     def time_to_open(self, fault_start: float) -> float | None:
         """Seconds from ``fault_start`` to the first scrape with a breaker open (the first
         replica's to open, with replicas)."""
@@ -144,6 +149,7 @@ class BuildSeries:
                 if blocked is not None
                 else None,
                 "open_pct": self.open_pct(start, end),
+                "opens": self.opens(start, end),
             },
             "pg": {
                 "calls": _round(calls, 0),
@@ -232,6 +238,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
             "blocked_fault": fault["breaker"]["blocked"],
             "blocked_per_s_fault": fault["breaker"]["blocked_per_s"],
             "open_pct_fault": fault["breaker"]["open_pct"],
+            "opens": whole["breaker"]["opens"],
         },
         "pg": {
             "source": data.pg_source,
@@ -276,6 +283,33 @@ def _open_pct(states: list[pd.Series], start: float, end: float) -> float | None
     return _round(100.0 * float(np.mean(shares)), 1) if shares else None
 
 
+def count_opens(states: list[pd.Series], start: float, end: float) -> float | None:
+    """Times the breaker left closed among the scrapes in [start, end), summed over ``states``.
+
+    A scrape counts when it reads open (or half-open, or forced open) and the scrape
+    before it (inside the window or not) read closed; the breaker starts closed, so a
+    first scrape away from closed counts too. A failed half-open trial (half-open, then
+    open again) is not a new open: with several probes the half-open spell is long
+    enough for a scrape to land in it, and counting its return to open would make a
+    breaker that probes carefully look like the one that flaps (seed 004). Read from the
+    scrapes: an open shorter than the scrape interval can fall between two. Half-open
+    windows, so the phases' counts add up to the whole window's.
+    """
+    away_codes = [BREAKER_STATES[name] for name in ("open", "half_open", "forced_open")]
+    total, measured = 0, False
+    for state in states:
+        if state.empty:
+            continue
+        state = state.sort_index()
+        away = state.isin(away_codes).to_numpy()
+        was_away = np.concatenate(([False], away[:-1]))
+        t = state.index.to_numpy(dtype=float)
+        inside = (t >= start) & (t < end)
+        measured = measured or bool(inside.any())
+        total += int((away & ~was_away & inside).sum())
+    return float(total) if measured else None
+
+
 def _time_to_open(states: list[pd.Series], fault_start: float) -> float | None:
     firsts = []
     for state in states:
@@ -295,6 +329,7 @@ def replica_figures(
     """
     start, end = data.t0, data.t0 + data.scenario.duration
     out: dict[str, ReplicaFigures] = {}
+    phases = [(p.name, data.t0 + p.start, data.t0 + p.end) for p in data.scenario.pg.phases]
     for i, series in enumerate(data.replicas):
         empty = pd.Series(dtype=float)
         busy = gauge_summary(series.get("busy_workers", empty), *fault)
@@ -322,14 +357,36 @@ def replica_figures(
                 "time_to_open_s": _time_to_open([state], fault[0])
                 if data.scenario.fault_window() is not None
                 else None,
+                "opens": count_opens([state], start, end),
             },
             "pg": {
                 "target_calls": _count(series, "pg_calls", start, end),
                 "retries": _count(series, "retries", start, end),
             },
             "payments_recorded": recorded,
+            "phases": {name: _replica_window(series, a, b) for name, a, b in phases},
         }
     return out
+
+
+def _replica_window(series: dict[str, pd.Series], start: float, end: float) -> ReplicaWindow:
+    """One replica's pool and breaker over [start, end], as ``BuildSeries.window`` reads a
+    build's."""
+    empty = pd.Series(dtype=float)
+    busy = gauge_summary(series.get("busy_workers", empty), start, end)
+    state = [series.get("breaker_state", empty)]
+    blocked = _count(series, "blocked_calls", start, end)
+    return {
+        "workers": {"busy_max": busy["max"], "busy_mean": busy["mean"], "busy_p50": busy["p50"]},
+        "breaker": {
+            "blocked": blocked,
+            "blocked_per_s": _round(blocked / max(end - start, 1e-9), 2)
+            if blocked is not None
+            else None,
+            "open_pct": _open_pct(state, start, end),
+            "opens": count_opens(state, start, end),
+        },
+    }
 
 
 def resource_figures(
@@ -368,7 +425,7 @@ NOT_MEASURED_FIGURES = {
         "breaker.blocked_fault",
         "breaker.blocked_per_s_fault",
     ),
-    "breaker_state": ("breaker.open_pct_fault", "timeline.time_to_open_s"),
+    "breaker_state": ("breaker.open_pct_fault", "breaker.opens", "timeline.time_to_open_s"),
     "pg_calls": ("pg.target_calls",),
     "retries": ("pg.retries",),
 }

@@ -68,6 +68,10 @@ class WindowBreaker(TypedDict):
     blocked: float | None
     blocked_per_s: float | None
     open_pct: float | None
+    opens: NotRequired[float | None]
+    """Times the breaker left closed (scrapes that read open or half-open after one that read
+    closed; a failed half-open trial is not a new open): seed 004's
+    flaps. Absent in reports written before it."""
 
 
 class WindowPg(TypedDict):
@@ -99,6 +103,9 @@ class BreakerFigures(TypedDict):
     blocked_fault: float | None
     blocked_per_s_fault: float | None
     open_pct_fault: float | None
+    opens: NotRequired[float | None]
+    """Times the breaker left closed over the measured window (a replicated build's: the sum of its
+    replicas'). Absent in reports written before it."""
 
 
 class PgFigures(TypedDict):
@@ -139,6 +146,15 @@ class ReplicaBreaker(TypedDict):
     blocked_per_s_fault: float | None
     open_pct_fault: float | None
     time_to_open_s: float | None
+    opens: NotRequired[float | None]
+    """The times its breaker left closed over the measured window."""
+
+
+class ReplicaWindow(TypedDict):
+    """One replica's figures over one phase."""
+
+    workers: WindowWorkers
+    breaker: WindowBreaker
 
 
 class ReplicaPg(TypedDict):
@@ -156,6 +172,8 @@ class ReplicaFigures(TypedDict):
     pg: ReplicaPg
     payments_recorded: float | None
     """Payment records in the replica's own database (the whole run): the requests it got."""
+    phases: NotRequired[dict[str, ReplicaWindow]]
+    """Its pool and breaker per phase of ``pg.phases`` (absent in older reports)."""
 
 
 class Timeline(TypedDict):
@@ -251,6 +269,26 @@ Flat = dict[str, float | None]
 """A build's comparable numbers by dotted name, e.g. ``products.latency_s.p95[outage]``."""
 
 
+class SeedClaim(TypedDict):
+    """A gate with ``seed:``: the seed article's own figure beside ours, and the verdict."""
+
+    gate: str
+    """The gate's name (its text when it has none)."""
+    expr: str
+    seed: str
+    """The seed's figure, as the scenario wrote it."""
+    figures: dict[str, float | None]
+    """Each figure the gate names (as written, e.g. ``after.products.p95[outage]``) -> ours;
+    None: not measured."""
+    measured: float | None
+    """The gate's left side, evaluated (None when a figure was not measured)."""
+    op: str
+    limit: float | None
+    """The gate's right side, evaluated."""
+    verdict: Literal["pass", "fail", "error"]
+    detail: str
+
+
 class Report(TypedDict):
     """The whole of ``report.json``."""
 
@@ -267,6 +305,8 @@ class Report(TypedDict):
     baseline: str | None
     builds: dict[str, BuildReport]
     comparison: dict[str, dict[str, Change]]
+    seed_claims: NotRequired[list[SeedClaim]]
+    """Only when a gate of the scenario has ``seed:``: one entry per such gate, in order."""
 
 
 def read_report(path: Path) -> Report:

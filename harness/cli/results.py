@@ -69,6 +69,8 @@ def run_gates(
 
     scenario = load_scenario(run_dir / "scenario.yaml").scenario
     gates = gates_of(scenario) if scenario_gates else []
+    # The seed's own figure of each gate (seed:), in the gates' order; --gate ones have none.
+    seeds = [s.seed for s in scenario.gate_specs()] if scenario_gates else []
     for text in extra:
         try:
             gate = parse(text)
@@ -84,15 +86,21 @@ def run_gates(
     report = load_report(run_dir)
     base = load_report(baseline) if baseline is not None else None
     results = evaluate_all(gates, report, base)
+    seeds += [None] * (len(results) - len(seeds))
     table = Table(title=f"gates ({sum(r.passed for r in results)}/{len(results)} pass)")
-    for col in ("gate", "measured", "limit", "verdict"):
-        table.add_column(col, justify="left" if col in ("gate", "verdict") else "right")
-    for r in results:
+    with_seeds = any(seeds)
+    columns = ("gate", "measured", "limit", "verdict") + (("seed",) if with_seeds else ())
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("gate", "verdict", "seed") else "right")
+    for r, seed in zip(results, seeds, strict=True):
         colour = {"pass": "green", "fail": "red", "error": "yellow"}[r.verdict]
         measured = number(r.left)
         limit = "-" if r.right is None else f"{r.op} {number(r.right)}"
         verdict = r.verdict + (f" ({r.detail})" if r.detail else "")
-        table.add_row(escape(r.name), measured, limit, f"[{colour}]{escape(verdict)}[/{colour}]")
+        cells = [escape(r.name), measured, limit, f"[{colour}]{escape(verdict)}[/{colour}]"]
+        if with_seeds:  # the seed article's own figure for the claim (gates with seed:)
+            cells.append(escape(seed or "-"))
+        table.add_row(*cells)
     console.print(table)
     if junit is not None:
         write_output(junit, junit_xml(results, scenario.name))
@@ -171,3 +179,58 @@ def plot(run_dir: RunDirArg) -> None:
         raise fail_input(exc) from None
     for name, path in charts.items():
         console.print(f"{name}: {path}", highlight=False)
+
+
+@app.command()
+def index(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="run folders, or scenario files (each: its latest run under --results)",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option(help="the page to write (index.md is written beside it)")
+    ] = Path("results/index.html"),
+    results: Annotated[
+        Path, typer.Option(help="where a scenario file's runs are looked for")
+    ] = Path("results"),
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="for scenario files: only runs started at this UTC stamp or later "
+            "(20261130T031500Z), so a run that never started is not stood in for by an older one"
+        ),
+    ] = None,
+    title: Annotated[str, typer.Option(help="the page's title")] = "Runs",
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="exit 1 unless every run has a report and passes every gate"),
+    ] = False,
+) -> None:
+    """One page over several runs: scenario, verdict, report link and seed claims of each."""
+    from harness.report.index import entries, write_index
+
+    try:
+        items = entries(paths, results, since)
+        written = write_index(items, out, title)
+    except InputError as exc:
+        raise fail_input(exc) from None
+    except RunError as exc:
+        raise fail_run(exc) from None
+    table = Table(title=f"{title} ({sum(e.ok for e in items)}/{len(items)} pass every gate)")
+    for col in ("scenario", "run", "verdict", "seed claims"):
+        table.add_column(col)
+    for e in items:
+        colour = "green" if e.ok else "red"
+        claims = f"{sum(c['verdict'] == 'pass' for c in e.claims)}/{len(e.claims)} hold"
+        table.add_row(
+            escape(e.scenario),
+            escape(e.run_id or "-"),
+            f"[{colour}]{escape(e.verdict())}[/{colour}]",
+            claims if e.claims else "-",
+        )
+    console.print(table)
+    console.print("index: " + ", ".join(str(p) for p in written), highlight=False)
+    raise typer.Exit(EXIT_GATE if check and not all(e.ok for e in items) else EXIT_OK)

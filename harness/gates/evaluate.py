@@ -17,10 +17,12 @@ from harness.scenario.gates import (
     BUSY_WORKER_FIGURES,
     ENDPOINT_FIGURES,
     LATENCY_FIGURES,
+    REPLICA_AGGREGATES,
     TIMELINE_FIGURES,
     BinOp,
     Comparator,
     Gate,
+    Metric,
     Neg,
     Node,
     Number,
@@ -69,12 +71,41 @@ def _lookup(build: Mapping[str, Any], path: tuple[str, ...], phase: str | None) 
         return build["breaker"]["blocked_total" if rest[0] == "total" else "blocked_per_s_fault"]
     if path == ("breaker", "open_pct"):
         return window["breaker"]["open_pct"] if phase else build["breaker"]["open_pct_fault"]
+    if path == ("breaker", "opens"):
+        return window["breaker"]["opens"]
     if head == "pg" and rest in (("calls",), ("amplification",)):
         return window["pg"][rest[0]]
     if path == ("pg", "retries") and not phase:
         return build["pg"]["retries"]
     if len(path) == 1 and head in TIMELINE_FIGURES and not phase:
         return build["timeline"][TIMELINE_FIGURES[head]]
+    raise KeyError(".".join(path))
+
+
+def _replica_lookup(replica: Mapping[str, Any], path: tuple[str, ...], phase: str | None) -> Any:
+    """One replica's figure (``REPLICA_FIGURES``) in its section of ``builds.<b>.replicas``."""
+    window = replica["phases"][phase] if phase else None
+    head, rest = path[0], path[1:]
+    if head == "busy_workers" and len(rest) == 1 and rest[0] in BUSY_WORKER_FIGURES:
+        if window is not None:
+            return window["workers"][f"busy_{rest[0]}"]
+        return replica["workers"][f"busy_{rest[0]}_fault"]
+    if path == ("max_workers",) and not phase:
+        return replica["workers"]["max_workers"]
+    if head == "blocked" and rest in (("total",), ("per_s",)):
+        if window is not None:
+            return window["breaker"]["blocked" if rest[0] == "total" else "blocked_per_s"]
+        return replica["breaker"]["blocked_total" if rest[0] == "total" else "blocked_per_s_fault"]
+    if path == ("breaker", "open_pct"):
+        if window is not None:
+            return window["breaker"]["open_pct"]
+        return replica["breaker"]["open_pct_fault"]
+    if path == ("breaker", "opens"):
+        return (window or replica)["breaker"]["opens"]
+    if path == ("time_to_open",) and not phase:
+        return replica["breaker"]["time_to_open_s"]
+    if path == ("pg", "retries") and not phase:
+        return replica["pg"]["retries"]
     raise KeyError(".".join(path))
 
 
@@ -89,6 +120,9 @@ class GateResult:
     right: float | None
     verdict: Literal["pass", "fail", "error"]
     detail: str = ""
+    figures: tuple[tuple[str, float | None], ...] = ()
+    """Each figure the gate names, as written, with its value (None: not measured): what a
+    seed claim shows beside the seed's own figure."""
 
     @property
     def passed(self) -> bool:
@@ -121,6 +155,8 @@ def _value(node: Node, report: Report, baseline: Report | None) -> float:
     build = source["builds"].get(node.build)
     if build is None:
         raise _Missing(f"build {node.build!r} has no results in this run")
+    if node.replica is not None:
+        return _replica_value(node, build)
     try:
         value = _lookup(build, node.path, node.phase)
     except KeyError as exc:
@@ -130,15 +166,49 @@ def _value(node: Node, report: Report, baseline: Report | None) -> float:
     return float(value)
 
 
+def _replica_value(node: Metric, build: Mapping[str, Any]) -> float:
+    """A replica's figure, or the least / greatest of the replicas' (each one measured)."""
+    replicas: Mapping[str, Any] = build.get("replicas") or {}
+    if not replicas:
+        raise _Missing(f"{node}: build {node.build!r} has no per-replica figures in this run")
+    if node.replica in REPLICA_AGGREGATES:
+        chosen = sorted(replicas, key=int)
+    elif node.replica in replicas:
+        chosen = [str(node.replica)]
+    else:
+        raise _Missing(f"{node}: the run has replicas 0..{len(replicas) - 1}")
+    values = []
+    for index in chosen:
+        try:
+            value = _replica_lookup(replicas[index], node.path, node.phase)
+        except KeyError as exc:
+            raise _Missing(f"{node}: no such figure for replica {index} in the report") from exc
+        if value is None:
+            raise _Missing(f"{node}: replica {index} did not measure it")
+        values.append(float(value))
+    return min(values) if node.replica == "min" else max(values)
+
+
 def evaluate(gate: Gate, report: Report, baseline: Report | None = None) -> GateResult:
     """Compare both sides; a figure that was not measured makes the gate an error (a failure)."""
+    figures = tuple(
+        (str(m), _value_or_none(m, report, baseline)) for m in dict.fromkeys(gate.metrics())
+    )
     try:
         left = _value(gate.left, report, baseline)
         right = _value(gate.right, report, baseline)
     except _Missing as exc:
-        return GateResult(gate.name, gate.text, None, gate.op, None, "error", str(exc))
+        return GateResult(gate.name, gate.text, None, gate.op, None, "error", str(exc), figures)
     ok = _COMPARE[gate.op](left, right)
-    return GateResult(gate.name, gate.text, left, gate.op, right, "pass" if ok else "fail")
+    verdict: Literal["pass", "fail"] = "pass" if ok else "fail"
+    return GateResult(gate.name, gate.text, left, gate.op, right, verdict, "", figures)
+
+
+def _value_or_none(metric: Metric, report: Report, baseline: Report | None) -> float | None:
+    try:
+        return _value(metric, report, baseline)
+    except _Missing:
+        return None
 
 
 def evaluate_all(

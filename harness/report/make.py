@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.analysis.figures import analyse
 from harness.analysis.model import Report
+from harness.report.claims import seed_claims
 from harness.report.tables import markdown
 from harness.results.io import write_json_atomic, write_text_atomic
 from harness.results.model import load
@@ -18,11 +19,15 @@ from harness.scenario.loader import load_scenario
 
 def make_report(run_dir: str | Path, charts: bool = True) -> Report:
     """Analyse a run folder; write ``report.json``, ``report.md`` and (with charts) the
-    PNG charts under ``charts/`` and a self-contained ``report.html``."""
+    PNG charts under ``charts/`` and a self-contained ``report.html``. Gates with ``seed:``
+    are evaluated here too, for the Seed claims section."""
     path = Path(run_dir)
     run = load(path)
     scenario = load_scenario(path / "scenario.yaml").scenario
     report = analyse(run, scenario)
+    claims = seed_claims(scenario, report)
+    if claims:  # only when a gate has seed: a report without them reads as before
+        report["seed_claims"] = claims
     write_json_atomic(path / "report.json", report)
     write_text_atomic(path / "report.md", markdown(report))
     if charts and report["builds"]:

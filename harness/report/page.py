@@ -4,8 +4,10 @@ Everything is inline (CSS in a ``<style>``, charts as base64 ``data:`` URIs),
 there is no script, and a Content-Security-Policy forbids any fetch, so the
 file can be mailed, attached to a CI run or opened years later and look the
 same. All text from the report is escaped. Sections of the report this
-module does not know (per-phase figures, gate results...) are left out rather
-than guessed at, and missing optional keys show as "-".
+module does not know (per-phase figures, per-replica figures...) are left out
+rather than guessed at, and missing optional keys show as "-". Of the gates,
+only those with ``seed:`` appear (Seed claims): the others' verdicts are
+``harness gate``'s, which may be given a baseline run.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.format import cell as _num
-from harness.analysis.model import Report
+from harness.analysis.model import Report, SeedClaim
 from harness.report.charts import CAPTIONS, CHARTS
+from harness.report.claims import CLAIM_HEADER, claim_row
 from harness.report.tables import headline_rows, table_header
 from harness.results.io import harness_version, write_text_atomic
 
@@ -49,10 +52,12 @@ figure img { max-width: 100%; height: auto; border: 1px solid #e3e3e3; }
 figcaption { color: #555; font-size: .92em; margin-top: .3em; }
 .note { color: #666; font-style: italic; }
 footer { margin-top: 3em; color: #888; font-size: .85em; }
+.verdict-pass { color: #1e5e1e; font-weight: 600; }
+.verdict-fail, .verdict-error { color: #7a1a1a; font-weight: 600; }
 """
 
 
-def _e(value: Any) -> str:
+def esc(value: Any) -> str:
     """Escape anything for HTML text or attribute values; None shows as '-'."""
     return html.escape("-" if value is None else str(value), quote=True)
 
@@ -62,15 +67,15 @@ def _table(
 ) -> str:
     """A semantic table; ``text_cols`` are left-aligned (numbers align right)."""
     left = set(text_cols)
-    head = "".join(f'<th scope="col"{_cls(i in left)}>{_e(h)}</th>' for i, h in enumerate(header))
+    head = "".join(f'<th scope="col"{_cls(i in left)}>{esc(h)}</th>' for i, h in enumerate(header))
     body = []
     for cells in rows:
         tds = []
         for i, cell in enumerate(cells):
             if i == 0:
-                tds.append(f'<th scope="row">{_e(cell)}</th>')
+                tds.append(f'<th scope="row">{esc(cell)}</th>')
             else:
-                tds.append(f"<td{_cls(i in left)}>{_e(cell)}</td>")
+                tds.append(f"<td{_cls(i in left)}>{esc(cell)}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -98,7 +103,7 @@ def _summary(report: Report) -> str:
         ("fault window", f"{_num(fault[0])}–{_num(fault[1])} s" if len(fault) == 2 else "none"),
         ("baseline build", report.get("baseline")),
     ]
-    parts = ["<dl>", *(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts), "</dl>"]
+    parts = ["<dl>", *(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts), "</dl>"]
     phases = [
         [p.get("name"), _num(p.get("start_s")), _num(p.get("end_s")), p.get("fault")]
         for p in report.get("phases") or []
@@ -130,7 +135,35 @@ def _headline(report: Report) -> str:
     try:
         return _table(table_header(report), headline_rows(report))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return f'<p class="note">No headline table: the report lacks {_e(exc)}.</p>'
+        return f'<p class="note">No headline table: the report lacks {esc(exc)}.</p>'
+
+
+def claims_table(claims: Sequence[SeedClaim]) -> str:
+    """The Seed claims table (also on the index page), each verdict coloured."""
+    rows = []
+    for claim in claims:
+        cells = [esc(c) for c in claim_row(claim)]
+        tds = [f'<th scope="row" class="text">{cells[0]}</th>']
+        tds += [f'<td class="text">{c}</td>' for c in cells[1:-1]]
+        tds.append(f'<td class="text verdict-{esc(claim["verdict"])}">{cells[-1]}</td>')
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    head = "".join(f'<th scope="col" class="text">{esc(h)}</th>' for h in CLAIM_HEADER)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _claims(report: Report) -> str:
+    """The Seed claims section, or nothing when no gate has ``seed:``."""
+    claims = report.get("seed_claims") or []
+    if not claims:
+        return ""
+    passed = sum(c.get("verdict") == "pass" for c in claims)
+    return f"""<section id="seed-claims">
+<h2>Seed claims</h2>
+<p>{passed}/{len(claims)} hold. The gate decides the verdict (the claim's direction);
+the seed's own figure is beside ours for scale.</p>
+{claims_table(claims)}
+</section>
+"""
 
 
 def _build_tables(report: Report) -> str:
@@ -153,7 +186,7 @@ def _build_tables(report: Report) -> str:
                 + [_num(lat.get(q), "s") for q in ("p50", "p95", "p99", "max")]
                 + [error_text]
             )
-        parts.append(f"<h3>{_e(title)}</h3>")
+        parts.append(f"<h3>{esc(title)}</h3>")
         parts.append(_table(header, rows, text_cols=[9]) if rows else '<p class="note">-</p>')
     return "\n".join(parts) or '<p class="note">No build produced samples.</p>'
 
@@ -167,11 +200,11 @@ def _charts(charts: Mapping[str, Path]) -> str:
         try:
             data = base64.b64encode(Path(charts[key]).read_bytes()).decode("ascii")
         except OSError:
-            parts.append(f'<p class="note">Chart {_e(key)} is missing.</p>')
+            parts.append(f'<p class="note">Chart {esc(key)} is missing.</p>')
             continue
         parts.append(
-            f'<figure id="chart-{_e(key)}"><img src="data:image/png;base64,{data}" '
-            f'alt="{_e(caption)}"><figcaption>{_e(caption)}</figcaption></figure>'
+            f'<figure id="chart-{esc(key)}"><img src="data:image/png;base64,{data}" '
+            f'alt="{esc(caption)}"><figcaption>{esc(caption)}</figcaption></figure>'
         )
     return "\n".join(parts) or '<p class="note">No charts.</p>'
 
@@ -185,15 +218,15 @@ def render_html(report: Report, charts: Mapping[str, Path]) -> str:
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">
+<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{_e(title)}</title>
+<title>{esc(title)}</title>
 <style>{STYLE}</style>
 </head>
 <body>
 <header>
-<h1>{_e(scenario)} <small>run {_e(run_id)}</small></h1>
-<p>Status: <span class="status status-{status_class}">{_e(status)}</span></p>
+<h1>{esc(scenario)} <small>run {esc(run_id)}</small></h1>
+<p>Status: <span class="status status-{status_class}">{esc(status)}</span></p>
 </header>
 <main>
 <section id="scenario">
@@ -206,7 +239,7 @@ def render_html(report: Report, charts: Mapping[str, Path]) -> str:
 Busy workers and blocked calls/s are over the fault window.</p>
 {_headline(report)}
 </section>
-<section id="builds">
+{_claims(report)}<section id="builds">
 <h2>Per build and endpoint</h2>
 {_build_tables(report)}
 </section>
@@ -215,7 +248,7 @@ Busy workers and blocked calls/s are over the fault window.</p>
 {_charts(charts)}
 </section>
 </main>
-<footer>harness {_e(harness_version())} · schema {_e(report.get("schema"))}</footer>
+<footer>harness {esc(harness_version())} · schema {esc(report.get("schema"))}</footer>
 </body>
 </html>
 """

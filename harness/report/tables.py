@@ -16,6 +16,7 @@ from harness.analysis.combine import change_pct
 from harness.analysis.format import Unit, change
 from harness.analysis.format import figure as fmt
 from harness.analysis.model import BuildReport, Report, WindowFigures
+from harness.report.claims import CLAIM_HEADER, claim_row
 
 Getter = Callable[[BuildReport], float | None]
 
@@ -111,6 +112,7 @@ def markdown(report: Report) -> str:
     for cells in headline_rows(report):
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    lines += _claims_section(report)
     for name, build in report["builds"].items():
         lines += [f"## {name} ({build['profile']})", ""]
         lines.append("| endpoint | requests | rps | success | p50 | p95 | p99 | max | errors |")
@@ -125,9 +127,54 @@ def markdown(report: Report) -> str:
                 f"{errors} |"
             )
         lines.append("")
-    lines += _phase_section(report) + _kept_section(report)
+    lines += _phase_section(report) + _replica_section(report) + _kept_section(report)
     lines += _ledger_section(report) + _not_measured_section(report)
     return "\n".join(lines)
+
+
+def _claims_section(report: Report) -> list[str]:
+    """Seed claims (gates with ``seed:``): the seed's figure, ours, the verdict."""
+    claims = report.get("seed_claims") or []
+    if not claims:
+        return []
+    rows = [[_md_cell(c) for c in claim_row(claim)] for claim in claims]
+    passed = sum(c["verdict"] == "pass" for c in claims)
+    intro = (
+        f"{passed}/{len(claims)} hold. The gate decides the verdict (the claim's direction); "
+        "the seed's own figure is beside ours for scale."
+    )
+    return ["## Seed claims", "", intro, ""] + _table(CLAIM_HEADER, rows)
+
+
+def _md_cell(text: str) -> str:
+    """Text safe in a Markdown table cell: a ``|`` would end the cell, a newline the row."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _replica_section(report: Report) -> list[str]:
+    """Builds with ``replicas: N``: each replica's pool and breaker (each has its own)."""
+    rows = []
+    for name, b in report["builds"].items():
+        for index, r in (b.get("replicas") or {}).items():
+            rows.append(
+                [
+                    name,
+                    index,
+                    fmt(r["workers"]["busy_max_fault"]),
+                    fmt(r["workers"]["max_workers"]),
+                    fmt(r["breaker"]["open_pct_fault"], "%"),
+                    fmt(r["breaker"].get("opens")),
+                    fmt(r["breaker"]["time_to_open_s"], "s"),
+                    fmt(r["breaker"]["blocked_total"]),
+                    fmt(r["pg"]["retries"]),
+                    fmt(r["payments_recorded"]),
+                ]
+            )
+    if not rows:
+        return []
+    header = ["build", "replica", "busy max (fault)", "max workers", "open (fault)"]
+    header += ["opens", "time to open", "blocked", "retries", "payments recorded"]
+    return ["## Per replica", ""] + _table(header, rows)
 
 
 def _not_measured_section(report: Report) -> list[str]:
@@ -182,11 +229,12 @@ def _phase_section(report: Report) -> list[str]:
         ]
         for b, t in ((b, builds[b].get("timeline", {})) for b in builds)
     ]
-    return (
-        ["## By phase", ""]
-        + _table(header, rows)
-        + _table(["build", "time to open", "time to recover", "blocked while healthy"], timeline)
-    )
+    timeline_header = ["build", "time to open", "time to recover", "blocked while healthy"]
+    if any("opens" in b["breaker"] for b in builds.values()):  # absent in older reports
+        timeline_header.append("breaker opens")
+        for cells, b in zip(timeline, builds.values(), strict=True):
+            cells.append(fmt(b["breaker"].get("opens")))
+    return ["## By phase", ""] + _table(header, rows) + _table(timeline_header, timeline)
 
 
 def _kept_section(report: Report) -> list[str]:

@@ -8,7 +8,7 @@ A gate is one comparison written in a small grammar, parsed here without
     term   := unary (("*" | "/") unary)*        names may contain "-"
     unary  := "-" unary | atom
     atom   := NUMBER [ms | s | m | %] | metric | "(" expr ")"
-    metric := [baseline.] build.figure[.figure...] ["[" phase "]"]
+    metric := [baseline.] build [".replicas." (INDEX | "min" | "max")] "." figure ["[" phase "]"]
 
 Examples::
 
@@ -17,9 +17,16 @@ Examples::
     after.pg.amplification[outage] <= 1.0
     after.products.p99 < 2s
     after.products.p95 <= 1.1 * baseline.after.products.p95     (with --baseline RUN)
+    scaled.replicas.0.breaker.open_pct[outage] >= 50            (replicas: N, replica 0)
+    scaled.replicas.max.time_to_open - scaled.replicas.min.time_to_open >= 2s
+    probe5.breaker.opens[blips] * 3 <= probe1.breaker.opens[blips]
 
 Without ``[phase]`` a figure covers the whole measured window, except busy
-workers and blocked calls per second, which cover the fault window. Names are
+workers, blocked calls per second and the breaker's open share, which cover
+the fault window. ``build.replicas.I.figure`` reads replica ``I`` (from 0) of
+a build with ``replicas: N``, and ``replicas.min`` / ``replicas.max`` the
+least and greatest over its replicas (``REPLICA_FIGURES``: the figures a
+replica has). Names are
 checked against the scenario when it is validated, so a typo fails at
 ``harness validate``, not at the end of a 10-minute run.
 
@@ -51,7 +58,8 @@ _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d+)?)(?P<unit>ms|s|m|%)?(?![A-Za-z0-9_])"
     r"|(?P<cmp><=|>=|==|!=|<|>)"
     r"|(?P<op>[-+*/()\[\]])"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*))"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*"
+    r"(?:\.(?:[A-Za-z_][A-Za-z0-9_-]*|\d+(?![A-Za-z0-9_-])))*))"
 )
 _UNITS = {None: 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "%": 1.0}
 Comparator = Literal["<=", "<", ">=", ">", "==", "!="]
@@ -61,17 +69,26 @@ class GateSyntaxError(ValueError):
     """The gate's text does not follow the grammar, or names something that does not exist."""
 
 
+REPLICA_AGGREGATES = ("min", "max")
+"""What ``build.replicas.<which>`` may say besides an index: the least or greatest replica's."""
+
+
 @dataclass(frozen=True)
 class Metric:
-    """A reference to one figure: ``[baseline.]build.path[phase]``."""
+    """A reference to one figure: ``[baseline.]build[.replicas.I].path[phase]``."""
 
     build: str
     path: tuple[str, ...]
     phase: str | None = None
     baseline: bool = False
+    replica: str | None = None
+    """A replica's index (``"0"``, ``"1"``...), or ``min`` / ``max`` over the replicas;
+    None: the build's own figure."""
 
     def __str__(self) -> str:
-        text = ".".join((("baseline",) if self.baseline else ()) + (self.build, *self.path))
+        where = ("replicas", self.replica) if self.replica is not None else ()
+        head = ("baseline",) if self.baseline else ()
+        text = ".".join((*head, self.build, *where, *self.path))
         return f"{text}[{self.phase}]" if self.phase else text
 
 
@@ -233,6 +250,17 @@ class _Parser:
             raise GateSyntaxError(
                 f"{value!r}: a figure is written build.figure, e.g. after.products.p95"
             )
+        replica = None
+        if parts[1] == "replicas" and len(parts) > 2 and _is_replica(parts[2]):
+            if len(parts[2]) > 6:
+                raise GateSyntaxError(f"{value!r}: replica {parts[2][:20]} is out of range")
+            replica = str(int(parts[2])) if parts[2].isdigit() else parts[2]
+            parts = [parts[0], *parts[3:]]
+            if len(parts) < 2:
+                raise GateSyntaxError(
+                    f"{value!r}: a replica's figure is written "
+                    "build.replicas.I.figure, e.g. after.replicas.0.breaker.open_pct"
+                )
         phase = None
         if (tok := self.peek()) is not None and tok[1] == "[":
             self.take()
@@ -241,7 +269,12 @@ class _Parser:
                 raise GateSyntaxError(f"expected a phase name in [...], found {phase_tok[1]!r}")
             phase = phase_tok[1]
             self.expect("]")
-        return Metric(parts[0], tuple(parts[1:]), phase, baseline)
+        return Metric(parts[0], tuple(parts[1:]), phase, baseline, replica)
+
+
+def _is_replica(part: str) -> bool:
+    """Whether a name's part after ``replicas.`` picks replicas: an index, ``min`` or ``max``."""
+    return part.isdigit() or part in REPLICA_AGGREGATES
 
 
 def parse_gate(text: str, name: str | None = None) -> Gate:
@@ -279,13 +312,26 @@ TIMELINE_FIGURES = {
     "blocked_pct_healthy": "blocked_pct_healthy",
 }
 """Figures of the whole run, never cut by phase: gate name -> key in the report's timeline."""
+UNCUT_FIGURES = frozenset({*TIMELINE_FIGURES, "max_workers", "pg.retries"})
+"""Figures a ``[phase]`` cannot cut."""
+REPLICA_FIGURES = (
+    "breaker.open_pct",
+    "breaker.opens",
+    "time_to_open",
+    "blocked.total",
+    "blocked.per_s",
+    *(f"busy_workers.{s}" for s in BUSY_WORKER_FIGURES),
+    "max_workers",
+    "pg.retries",
+)
+"""What one replica of a build with ``replicas: N`` has (``build.replicas.I.<figure>``)."""
 
 
 def figure_names(scenario: Scenario) -> list[str]:
     """Every figure a gate may name (without build and phase), for help and errors."""
     names = [f"{ep}.{q}" for ep in scenario.traffic for q in LATENCY_FIGURES + ENDPOINT_FIGURES]
     names += [f"busy_workers.{s}" for s in BUSY_WORKER_FIGURES] + ["max_workers"]
-    names += ["blocked.total", "blocked.per_s", "breaker.open_pct"]
+    names += ["blocked.total", "blocked.per_s", "breaker.open_pct", "breaker.opens"]
     names += ["pg.calls", "pg.amplification", "pg.retries", *TIMELINE_FIGURES]
     return names
 
@@ -307,10 +353,43 @@ def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) ->
         if metric.phase is not None and metric.phase not in phases:
             problems.append(f"unknown phase {metric.phase!r}; phases: {_some(phases)}")
         name = ".".join(metric.path)
-        if name not in known:
-            problems.append(f"unknown figure {name!r}; known: {_some(known)}")
-        elif metric.phase and (name in TIMELINE_FIGURES or name in ("max_workers", "pg.retries")):
+        if metric.replica is not None:
+            problems += _replica_problems(metric, scenario)
+        elif name not in known:
+            hint = ""
+            if metric.path[0] == "replicas":
+                hint = " (a replica's figure: build.replicas.I.figure, I an index, min or max)"
+            problems.append(f"unknown figure {name!r}{hint}; known: {_some(known)}")
+        elif metric.phase and name in UNCUT_FIGURES:
             problems.append(f"figure {name!r} is not cut by phase; drop [{metric.phase}]")
+    return problems
+
+
+def _replica_problems(metric: Metric, scenario: Scenario) -> list[str]:
+    """A per-replica figure needs a build with ``replicas: N > 1``, an index below N and a
+    figure a replica has."""
+    problems = []
+    name = ".".join(metric.path)
+    build = scenario.builds.get(metric.build)
+    if build is not None:
+        count = getattr(build, "replicas", 1)
+        if count <= 1:
+            kind = "replicas: 1" if build.kind == "shop" else f"a {build.kind} build"
+            problems.append(
+                f"{str(metric)!r}: build {metric.build!r} runs one process ({kind}); "
+                "per-replica figures need a shop build with replicas: N > 1"
+            )
+        elif metric.replica not in REPLICA_AGGREGATES and int(metric.replica or 0) >= count:
+            problems.append(
+                f"{str(metric)!r}: build {metric.build!r} has replicas 0..{count - 1} "
+                f"(replicas: {count}), not {metric.replica}"
+            )
+    if name not in REPLICA_FIGURES:
+        problems.append(
+            f"{name!r} is not a figure of one replica; a replica has: {', '.join(REPLICA_FIGURES)}"
+        )
+    elif metric.phase and name in UNCUT_FIGURES:
+        problems.append(f"figure {name!r} is not cut by phase; drop [{metric.phase}]")
     return problems
 
 

@@ -307,12 +307,43 @@ class GateSpec(StrictModel):
 
     name: str | None = Field(None, max_length=MAX_GATE_NAME_CHARS)
     expr: str = Field(min_length=3)
+    seed: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_GATE_NAME_CHARS,
+        description='the seed article\'s own figure for the claim, as text (e.g. "7.21 s"); '
+        "shown beside ours in the report's Seed claims",
+    )
 
     @field_validator("name")
     @classmethod
     def _name_prints(cls, name: str | None) -> str | None:
         # Shown in tables and written into JUnit XML, where a control character is invalid.
         return None if name is None else check_printable(name, "a gate's name")
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed_is_text(cls, seed: object) -> object:
+        # Text, not a number: "7.21 s" or "about 80%" is what the seed wrote; YAML would
+        # turn an unquoted 0.8 into a float and lose the way it was written.
+        if seed is not None and not isinstance(seed, str):
+            raise ValueError(
+                f"seed is the seed's own figure as text, not {type(seed).__name__} {seed!r}: "
+                f'quote it, e.g. seed: "{seed}"'
+            )
+        return seed if seed is None else check_printable(seed, "a gate's seed")
+
+
+def _gate_tag(value: Any) -> str:
+    """A gate is its text or a mapping: check it as one, so an error names only that shape."""
+    return "<text>" if isinstance(value, str) else "<spec>"
+
+
+GateItem = Annotated[
+    Annotated[str, Tag("<text>")] | Annotated[GateSpec, Tag("<spec>")],
+    Discriminator(_gate_tag),
+]
+"""One entry of ``gates:``: ``"a.b <= 1"`` or ``{name: ..., expr: ..., seed: ...}``."""
 
 
 # ---------------------------------------------------------------- scenario
@@ -336,7 +367,7 @@ class Scenario(StrictModel):
     allow_remote: bool = Field(
         False, description="url builds may be off loopback (harness run needs --allow-remote too)"
     )
-    gates: list[str | GateSpec] = Field(
+    gates: list[GateItem] = Field(
         default_factory=list,
         max_length=MAX_GATES,
         description="comparisons that fail the run (exit 1); see harness/scenario/gates.py",
