@@ -62,7 +62,10 @@ def _broken(name: str, expr: str, seed: str, why: str) -> SeedClaim:
 def figure_unit(name: str) -> Unit:
     """The unit of a figure named in a gate, for display: seconds or percent or none."""
     bare = name.split("[", 1)[0]
-    last = bare.rsplit(".", 1)[-1]
+    parts = bare.split(".")
+    last, of = parts[-1], (parts[-2] if len(parts) > 1 else "")
+    if of == "busy_workers":  # busy_workers.max / .mean / .p50: threads, not seconds
+        return ""
     if last in LATENCY_FIGURES or last.startswith("time_to_") or last == "max_lateness_s":
         return "s"
     if last.endswith("_pct"):

@@ -86,6 +86,9 @@ def test_claims_carry_the_seeds_figure_ours_and_the_verdict() -> None:
         ("after.breaker.opens", ""),
         ("after.pg.amplification", ""),
         ("after.max_workers", ""),
+        ("before.busy_workers.max[outage]", ""),  # threads, though latency has a .max too
+        ("s.replicas.max.busy_workers.p50", ""),
+        ("after.products.max", "s"),
     ],
 )
 def test_figures_are_shown_with_their_unit(name: str, unit: str) -> None:
