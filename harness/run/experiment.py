@@ -277,6 +277,7 @@ class Experiment:
             {**sources, "pg": f"{control_url}/metrics"},
             self.scenario.metrics.interval,
             spool=bdir / METRICS_LIVE,
+            history=preset_for(info),
         )
         return scraper.start()
 

@@ -2,9 +2,13 @@
 
 It keeps every sample as read (``metrics.parquet``); mapping them to canonical
 series happens afterwards (``harness.analysis.series``). With a ``spool`` it
-also appends each scrape to a CSV file as it goes (``metrics.csv``), so a run
-killed mid-build keeps its metrics: ``harness clean`` turns the CSV into
-``metrics.parquet`` as it does the samples. Its newest scrape also
+appends each scrape to a CSV file as it goes (``metrics.csv``) instead of
+holding every sample in memory: the orchestrator's memory then stays flat
+however long the build (an hour's soak grew it by ~20 MB/h before), a run
+killed mid-build keeps its metrics (``harness clean`` turns the CSV into
+``metrics.parquet`` as it does the samples), and ``metrics.parquet`` is read
+back from it. In memory it keeps only each source's newest scrape and the
+breaker-state series an event preset (opossum) needs for the live line. Its newest scrape also
 feeds the live progress line. ``stop(final=True)`` takes one last scrape of
 every source once the load has finished, so the counters' last reading comes
 after the last request rather than up to an interval before it.
@@ -31,6 +35,7 @@ from harness.analysis.series import (
     labels_match,
     parse_text,
 )
+from harness.results.io import metrics_from_csv
 
 Clock = Callable[[], float]
 
@@ -50,6 +55,7 @@ class Scraper:
         transport: httpx.BaseTransport | None = None,
         clock: Clock = time.time,
         spool: Path | None = None,
+        history: Preset | None = None,
     ) -> None:
         self.sources = dict(sources)
         self.interval_s = interval_s
@@ -62,6 +68,11 @@ class Scraper:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.spool = spool
+        self._keep: frozenset[str] | None = None
+        """With a spool: the series kept in memory (the breaker-state series of ``history``)."""
+        if spool is not None:
+            state = history.breaker_state if history is not None else None
+            self._keep = frozenset(state.spellings()) if state is not None else frozenset()
         self.spool_error: str | None = None
         """Why the spool stopped being written (a full disk), if it did."""
         self._spool_file: IO[str] | None = None
@@ -100,7 +111,10 @@ class Scraper:
             except (httpx.HTTPError, ValueError):
                 self.failures[source] += 1
                 continue
-            self.rows.extend(rows)
+            if self._keep is None:
+                self.rows.extend(rows)
+            elif self._keep:
+                self.rows.extend(r for r in rows if r[2] in self._keep)
             self.latest[source] = rows
             self._append_to_spool(rows)
 
@@ -135,6 +149,9 @@ class Scraper:
         self._close_spool()
 
     def frame(self) -> pd.DataFrame:
+        """Every sample scraped: read back from the spool, or the rows in memory without one."""
+        if self.spool is not None:
+            return metrics_from_csv(self.spool)
         return pd.DataFrame(self.rows, columns=METRIC_COLUMNS)
 
     def latest_value(self, source: str, selector: Selector) -> float | None:
@@ -153,7 +170,8 @@ class Scraper:
 
     def breaker_state(self, source: str, preset: Preset) -> str | None:
         """The breaker's state by ``preset`` (for live progress): from the newest scrape, or
-        from every scrape so far when the state is told by events (opossum)."""
+        from every scrape so far when the state is told by events (opossum; with a spool,
+        the scraper must have been given that preset as ``history``)."""
         rows = self.rows if preset.state_events else self.latest.get(source, [])
         return breaker_state_now(preset, list(rows), source)
 

@@ -1,6 +1,7 @@
 """The scraper: every scrape kept, failures counted, the newest one read for progress."""
 
 import time
+from pathlib import Path
 
 import httpx
 
@@ -91,3 +92,51 @@ def test_stop_without_final_takes_no_more_scrapes() -> None:
     scraper.scrape_once()
     scraper.stop()
     assert asked == {"target": 1, "pg": 1}
+
+
+OPOSSUM = """\
+# TYPE circuit counter
+circuit{{name="vendor",event="open"}} {opens}
+circuit{{name="vendor",event="fire"}} {fires}
+# TYPE busy gauge
+busy {fires}
+"""
+
+
+def test_with_a_spool_memory_keeps_only_the_state_series_and_the_file_keeps_everything(
+    tmp_path: Path,
+) -> None:
+    from harness.analysis.series import preset_named
+
+    counts = {"n": 0}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        counts["n"] += 1
+        return httpx.Response(200, text=OPOSSUM.format(opens=counts["n"] // 3, fires=counts["n"]))
+
+    clock = iter(range(1000))
+    spool = tmp_path / "metrics.csv"
+    opossum = preset_named("opossum")
+    scraper = Scraper(
+        {"target": "http://target.invalid/metrics"},
+        1.0,
+        transport=httpx.MockTransport(handler),
+        clock=lambda: float(next(clock)),
+        spool=spool,
+        history=opossum,
+    )
+    for _ in range(9):
+        scraper.scrape_once()
+    # In memory: the breaker's event series only (what the live line's state needs).
+    assert scraper.rows and {row[2] for row in scraper.rows} <= set(
+        opossum.breaker_state.spellings() if opossum.breaker_state else ()
+    )
+    assert scraper.breaker_state("target", opossum) == "open"
+    # On disk, as each scrape came: every sample, appended and flushed before stop().
+    assert len(spool.read_text().splitlines()) == 1 + 9 * 3
+    scraper.stop()
+    frame = scraper.frame()
+    assert len(frame) == 27 and list(frame.columns) == ["t", "source", "series", "labels", "value"]
+    fires = frame[frame.labels.str.contains('"fire"')]
+    assert list(fires["value"]) == [float(n) for n in range(1, 10)]
+    assert list(frame[frame.series == "busy"]["t"]) == [float(t) for t in range(9)]
