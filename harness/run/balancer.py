@@ -79,7 +79,11 @@ def find_nginx() -> str:
 
 
 def nginx_argv(binary: str, folder: Path) -> tuple[str, ...]:
-    """nginx in the foreground on ``folder/nginx.conf``, its early errors to stderr too."""
+    """nginx in the foreground on ``folder/nginx.conf``, its early errors to stderr too.
+
+    Absolute paths: nginx reads a relative ``-c`` (and the config's paths) against its
+    ``-p`` prefix, so a run under a relative ``--results`` would name them twice."""
+    folder = folder.resolve()
     return (binary, "-p", str(folder), "-e", "stderr", "-c", str(folder / "nginx.conf"))
 
 
@@ -100,6 +104,7 @@ def nginx_config(
     (``host:port`` each); every file nginx writes goes under ``folder``."""
     if not upstreams:
         raise ValueError("a load balancer needs at least one upstream")
+    folder = folder.resolve()  # see nginx_argv
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     files = hard if hard != resource.RLIM_INFINITY else 65536
     files = min(files, 4 * MAX_WORKER_CONNECTIONS)

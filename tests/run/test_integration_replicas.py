@@ -108,9 +108,9 @@ def replicated_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("nginx is not installed (apt-get install nginx-light; .ci/run does)")
     tmp = tmp_path_factory.mktemp("replicas")
     results = tmp / "results"
-    done = subprocess.run(
-        harness_cmd("run", str(_scenario(tmp)), "--results", str(results)),
-        cwd=ROOT,
+    done = subprocess.run(  # a relative --results, as `make seeds` and most users give it
+        harness_cmd("run", str(_scenario(tmp)), "--results", "results"),
+        cwd=tmp,
         capture_output=True,
         text=True,
         timeout=240,
