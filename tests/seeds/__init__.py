@@ -1,0 +1,1 @@
+"""Seed scenarios (scenarios/seeds/): their short CI versions run for real, and mutation checks."""

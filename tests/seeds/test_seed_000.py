@@ -1,0 +1,112 @@
+"""Seed 000 (retry-only vs retry + breaker) through the real ``harness run``, and a mutation.
+
+``scenarios/ci/seeds/000-pg-timeout-short.yaml`` is ``scenarios/seeds/000-pg-timeout.yaml``
+at CI scale (~25 s per build): the real gateway hangs, the real shop runs under
+gunicorn, Locust sends the load. Its gates are the seed's claims; they must pass.
+The mutation check needs no second run: ``after`` with its breaker taken away is
+exactly ``before`` (the builds differ by the breaker alone, checked below), so the
+key gates are evaluated again with ``before`` in place of ``after``, and must fail
+on measured figures (or, for the breaker's own figure, as not measured). So the
+gates are known to be able to fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.gates.evaluate import evaluate
+from harness.scenario.gates import parse_gate
+from harness.scenario.loader import load_scenario
+from tests.conftest import ROOT, harness_cmd, leftover_processes
+
+SHORT = ROOT / "scenarios" / "ci" / "seeds" / "000-pg-timeout-short.yaml"
+FULL = ROOT / "scenarios" / "seeds" / "000-pg-timeout.yaml"
+MUTATION_VERDICTS = {
+    "seed: breaker frees the pool": "fail",
+    "seed: breaker cuts product p95 by at least 64.8 %": "fail",
+    "seed: breaker cuts product p99 by at least 57.7 %": "fail",
+    "seed: blocked calls never reach the gateway": "fail",
+    # Without a breaker nothing is refused: not measured, which counts as failed.
+    "seed: breaker refuses about the payment rate": "error",
+}
+"""The key gates of the short scenario, and their verdicts with `before` in place of `after`."""
+
+
+def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _only_run(results: Path) -> Path:
+    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _verdicts(junit: Path) -> dict[str, str]:
+    """Gate name -> pass / failure / error, from the run's JUnit XML."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
+        out[case.get("name", "")] = kinds[0] if kinds else "pass"
+    return out
+
+
+def _assert_nothing_left(run_dir: Path) -> None:
+    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
+    assert leftover_processes(run_id) == []
+
+
+@pytest.mark.parametrize("path", [FULL, SHORT], ids=["full", "short"])
+def test_the_seed_000_builds_keep_the_seeds_own_settings(path: Path) -> None:
+    """What the seed states is not scaled: its breaker, Retry's 2 attempts; and the builds
+    differ by the breaker alone, which the mutation check relies on."""
+    builds = yaml.safe_load(path.read_text())["builds"]
+    before, after = builds["before"], builds["after"]
+    assert after["resilience4j"]["circuitbreaker"] == {
+        "sliding-window-type": "COUNT_BASED",
+        "sliding-window-size": 10,
+        "minimum-number-of-calls": 10,
+        "failure-rate-threshold": 50,
+        "wait-duration-in-open-state": "10s",
+        "permitted-number-of-calls-in-half-open-state": 3,
+        "automatic-transition-from-open-to-half-open-enabled": True,
+    }
+    assert before["resilience4j"]["retry"]["max-attempts"] == 2
+    # The builds differ by the breaker alone ("두 테스트에 동일한 부하와 자원 설정").
+    assert before["pg-client"] == after["pg-client"]
+    assert before["workers"] == after["workers"]
+    assert before["resilience4j"]["retry"] == after["resilience4j"]["retry"]
+
+
+@pytest.mark.integration
+def test_short_seed_000_gates_pass_and_fail_without_the_breaker(tmp_path: Path) -> None:
+    # 1. The seed's claims hold at CI scale.
+    results, junit = tmp_path / "results", tmp_path / "gates.xml"
+    done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    run_dir = _only_run(results)
+    verdicts = _verdicts(junit)
+    assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["builds"]["after"]["breaker"]["blocked_total"] > 0
+    assert report["builds"]["before"]["workers"]["busy_max_fault"] == 16
+    _assert_nothing_left(run_dir)
+
+    # 2. Mutation: the key gates with the breakerless build in place of `after`.
+    gates = {g.name: g.expr for g in load_scenario(SHORT).scenario.gate_specs()}
+    for name, expected in MUTATION_VERDICTS.items():
+        expr = gates[name]
+        assert evaluate(parse_gate(expr), report).verdict == "pass", name
+        mutant = re.sub(r"\bafter\.", "before.", expr)
+        assert mutant != expr and "after." not in mutant
+        result = evaluate(parse_gate(mutant), report)
+        assert result.verdict == expected, (name, result)
