@@ -20,6 +20,7 @@ Three roles, told by Locust's runner:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -29,18 +30,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import gevent
-from gevent.event import AsyncResult
-from gevent.pool import Group
+from gevent import getcurrent
+from gevent.event import AsyncResult, Event
 from locust import User, events, task
-from locust.contrib.fasthttp import FastHttpSession
 from locust.env import Environment
 from locust.rpc.protocol import Message
 from locust.runners import MasterRunner, WorkerRunner
 
 from harness.core.net import is_loopback
 from harness.load.master import Coordinator
-from harness.load.plan import PROTOCOL, EndpointPlan, LoadPlan, Paths, idempotency_key, schedule
+from harness.load.plan import PROTOCOL, LoadPlan, Paths, idempotency_key, schedule
 from harness.load.recorder import FileRecorder, Recorder, WorkerRecorder, sample_row
+from harness.load.wire import Endpoint
 
 _POLL_S = 0.01
 _GO_WAIT_S = 120.0
@@ -143,20 +144,14 @@ class OpenModelUser(User):
         recorder.close()
 
     def _open_sessions(self, plan: LoadPlan) -> None:
-        self.sessions = {
-            name: FastHttpSession(
-                plan.base_url,
-                request_event=self.environment.events.request,
-                user=self,
-                concurrency=100_000,
-                # geventhttpclient retries a failed GET 3 times by default: one planned
-                # request would then be sent (and time out) up to 4 times, counted once.
-                max_retries=0,
-                network_timeout=ep.timeout_s,
-                connection_timeout=ep.timeout_s,
-            )
+        self.endpoints = {
+            name: Endpoint(plan.base_url, ep.method, ep.timeout_s, ep.body)
             for name, ep in plan.endpoints.items()
         }
+        # What Locust and the harness hold from now on stays: out of the cyclic collector's
+        # sight, so a full collection during the load walks only what the load creates.
+        gc.collect()
+        gc.freeze()
 
     def _execute(
         self, plan: LoadPlan, recorder: Recorder, start_at: float, reporter_s: float
@@ -166,43 +161,43 @@ class OpenModelUser(User):
         recorder.state = "running"
         reporter = gevent.spawn(self._report, recorder, reporter_s)
         paths = {name: Paths(plan.seed, name, ep) for name, ep in plan.endpoints.items()}
-        inflight = Group()
+        keyed = {name for name, ep in plan.endpoints.items() if ep.idempotency_key}
+        inflight: set[Any] = set()
+        drained = Event()
+        sending = True
+
+        def send(name: str, index: int, intended: float, path: str, headers: str) -> None:
+            try:
+                _send(recorder, self.endpoints[name], name, index, intended, path, headers)
+            finally:
+                inflight.discard(getcurrent())
+                if not inflight and not sending:
+                    drained.set()
+
         worker, workers = recorder.worker, plan.workers
         for intended, name, index in schedule(plan, start_at, worker, workers):
             delay = intended - time.time()
             if delay > 0:
                 gevent.sleep(delay)
             path = paths[name].path(index)
-            inflight.spawn(self._send, plan, recorder, name, index, intended, path)
+            headers = (
+                f"Idempotency-Key: {idempotency_key(plan.seed, name, index)}\r\n"
+                if name in keyed
+                else ""
+            )
+            # A raw greenlet: no links, no Group (Group.spawn was 1.9% of the busy samples).
+            inflight.add(gevent.spawn_raw(send, name, index, intended, path, headers))
         recorder.state = "draining"
-        inflight.join(timeout=plan.drain_s)
-        inflight.kill(block=True, timeout=5)
+        sending = False
+        if inflight:
+            drained.wait(timeout=plan.drain_s)
+        for g in list(inflight):
+            gevent.kill(g)
+        if inflight:
+            drained.wait(timeout=5)
         recorder.abandon_active()
         recorder.state = "finished"
         reporter.kill()
-
-    def _send(
-        self, plan: LoadPlan, recorder: Recorder, name: str, index: int, intended: float, path: str
-    ) -> None:
-        ep: EndpointPlan = plan.endpoints[name]
-        headers: dict[str, str] = {}
-        if ep.idempotency_key:
-            headers["Idempotency-Key"] = idempotency_key(plan.seed, name, index)
-        actual = time.time()
-        recorder.started(name, index, intended, actual)
-        response: Any = self.sessions[name].request(
-            ep.method, path, name=name, json=ep.body, headers=headers
-        )
-        end = time.time()
-        status = int(response.status_code or 0)
-        if status == 0:
-            error = type(response.error).__name__ if response.error is not None else "NoResponse"
-        else:
-            error = f"HTTP{status}" if status >= 400 else ""
-        outcome = (response.headers or {}).get("X-Outcome", "") if status else ""
-        recorder.finished(
-            name, index, sample_row(name, index, intended, actual, end, status, error, outcome)
-        )
 
     def _report(self, recorder: Recorder, every_s: float) -> None:
         while True:
@@ -217,6 +212,24 @@ class OpenModelUser(User):
                 return
             except Exception as exc:  # a worker's link to its master: Locust reconnects
                 print(f"load worker: report not sent: {exc}", flush=True)
+
+
+def _send(
+    recorder: Recorder, endpoint: Endpoint, name: str, index: int, intended: float, path: str,
+    headers: str,
+) -> None:  # fmt: skip
+    """Send one planned request and record it; latency counts from ``intended``."""
+    actual = time.time()
+    recorder.started(name, index, intended, actual)
+    try:
+        status, outcome = endpoint.request(path, headers)
+        error = f"HTTP{status}" if status >= 400 else ""
+    except Exception as exc:  # refused, reset, timed out, a broken answer: the row says which
+        status, outcome, error = 0, "", type(exc).__name__
+    end = time.time()
+    recorder.finished(
+        name, index, sample_row(name, index, intended, actual, end, status, error, outcome)
+    )
 
 
 def _wait_for_go(plan: LoadPlan) -> float:

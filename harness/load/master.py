@@ -10,8 +10,8 @@ from -> to          message          data
 worker -> master    harness_hello    ``protocol``, ``host``, ``pid``
 master -> worker    harness_plan     ``plan`` (``LoadPlan``), ``worker`` (k), ``workers``;
                                      or ``error``
-worker -> master    harness_report   ``worker``, ``rows`` (samples since the last
-                                     report), ``state``, ``sent``, ``done``,
+worker -> master    harness_report   ``worker``, ``rows`` (``samples.csv`` lines
+                                     since the last report), ``state``, ``sent``, ``done``,
                                      ``max_lateness_s``, ``error``; every 0.5 s
 master -> workers   harness_go       ``start_at`` (Unix time of the load's start)
 ==================  ===============  ==================================================
@@ -57,7 +57,6 @@ class WorkerState:
     client_id: str
     host: str
     file: IO[str]
-    writer: Any
     last_report: float = field(default_factory=time.monotonic)
     counters: dict[str, Any] = field(default_factory=lambda: {"state": "joined"})
 
@@ -132,22 +131,21 @@ class Coordinator:
     def _join(self, index: int, client: str, host: str) -> WorkerState:
         path = self.plan.worker_samples_path(index)
         file = open(path, "w", newline="")  # noqa: SIM115 - closed in close()
-        writer = csv.writer(file)
-        writer.writerow(SAMPLE_COLUMNS)
+        csv.writer(file).writerow(SAMPLE_COLUMNS)
         file.flush()
-        return WorkerState(index, client, host, file, writer)
+        return WorkerState(index, client, host, file)
 
     def on_report(self, environment: Environment, msg: Message, **_: Any) -> None:
         data = msg.data or {}
         worker = self.workers.get(int(data.get("worker", -1)))
         if worker is None or worker.client_id != msg.node_id:
             return  # not one of ours (a worker turned away)
-        rows = data.pop("rows", [])
+        rows = data.pop("rows", [])  # samples.csv lines (harness.load.recorder.sample_row)
         worker.last_report = time.monotonic()
         worker.counters = data
         if rows and not worker.file.closed:
             try:
-                worker.writer.writerows(rows)
+                worker.file.write("".join(rows))
                 worker.file.flush()
             except OSError as exc:
                 self.fail(

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from harness.core.rates import RateProfile
 
-PROTOCOL = 1
+PROTOCOL = 2
 """Version of the messages between a Locust master and its workers (``harness.load.master``)."""
 
 SAMPLE_COLUMNS = (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 import sys
@@ -28,7 +29,8 @@ from typing import Any
 
 from harness.load.plan import SAMPLE_COLUMNS, LoadPlan
 
-Row = tuple[Any, ...]
+Row = str
+"""A ``samples.csv`` line, ``\r\n`` included (``sample_row``)."""
 
 
 def atomic_json(path: str, data: dict[str, Any]) -> None:
@@ -47,17 +49,24 @@ def sample_row(
     name: str, index: int, intended: float, actual: float, end: float | None, status: int,
     error: str, outcome: str,
 ) -> Row:  # fmt: skip
-    """One ``samples.csv`` row (``SAMPLE_COLUMNS``); times to the microsecond."""
-    return (
-        name,
-        index,
-        f"{intended:.6f}",
-        f"{actual:.6f}",
-        "" if end is None else f"{end:.6f}",
-        status,
-        error,
-        outcome,
+    """One ``samples.csv`` row (``SAMPLE_COLUMNS``) as its CSV line; times to the microsecond.
+
+    The line ``csv.writer`` would write, made by one f-string: formatting rows as
+    they finish, rather than in ``csv.writer.writerows`` at each flush, keeps the
+    flush from holding the load's loop (8 ms for 8,000 rows).
+    """
+    line = (
+        f"{name},{index},{intended:.6f},{actual:.6f},{'' if end is None else f'{end:.6f}'},"
+        f"{status},{error},{outcome}\r\n"
     )
+    if line.count(",") == 7 and '"' not in line and line.find("\r") == len(line) - 2:
+        return line  # no field holds a comma, a quote or a line break: nothing to quote
+    out = io.StringIO()
+    csv.writer(out).writerow(
+        (name, index, f"{intended:.6f}", f"{actual:.6f}", "" if end is None else f"{end:.6f}",
+         status, error, outcome)
+    )  # fmt: skip
+    return out.getvalue()
 
 
 class Recorder:
@@ -91,8 +100,9 @@ class Recorder:
         self.active[(name, index)] = (intended, actual)
 
     def finished(self, name: str, index: int, row: Row) -> None:
+        if self.active.pop((name, index), None) is None:
+            return  # already recorded as Unfinished when the drain bound ran out: once only
         self.done[name] += 1
-        del self.active[(name, index)]
         self.pending.append(row)
 
     def abandon_active(self) -> None:
@@ -151,13 +161,12 @@ class FileRecorder(Recorder):
     def __init__(self, plan: LoadPlan) -> None:
         super().__init__(plan)
         self.file = open(plan.samples_path, "w", newline="")  # noqa: SIM115 - closed in close()
-        self.writer = csv.writer(self.file)
-        self.writer.writerow(SAMPLE_COLUMNS)
+        csv.writer(self.file).writerow(SAMPLE_COLUMNS)
 
     def flush(self) -> None:
         if not self.file.closed:
             if self.pending:
-                self.writer.writerows(self.pending)
+                self.file.write("".join(self.pending))
                 self.pending.clear()
             self.file.flush()
         self.announce()

@@ -1,0 +1,33 @@
+"""``sample_row`` writes the very line ``csv.writer`` would, quoting included."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from harness.load.recorder import sample_row
+
+
+@pytest.mark.parametrize(
+    ("name", "end", "status", "error", "outcome"),
+    [
+        ("payments", 12.5, 200, "", ""),
+        ("products", None, 0, "Unfinished", ""),
+        ("p", 1.0, 503, "HTTP503", "not_permitted"),
+        ("p", 1.0, 503, "HTTP503", 'a, "quoted" outcome'),
+        ("p", 1.0, 200, "", "two\r\nlines"),
+        ("odd,name", 1.0, 200, "", "x"),
+    ],
+)
+def test_a_row_is_the_line_csv_writer_would_write(
+    name: str, end: float | None, status: int, error: str, outcome: str
+) -> None:
+    out = io.StringIO()
+    fields = ("" if end is None else f"{end:.6f}", status, error, outcome)
+    csv.writer(out).writerow((name, 7, "1.000001", "1.250000", *fields))
+    line = sample_row(name, 7, 1.0000013, 1.25, end, status, error, outcome)
+    assert line == out.getvalue()
+    assert next(csv.reader(io.StringIO(line))) == [name, "7", "1.000001", "1.250000",
+                                                   *map(str, fields)]  # fmt: skip
