@@ -1,0 +1,131 @@
+"""Seed 002 through the real ``harness run``: its claims hold, and fail with the mechanism gone.
+
+``scenarios/ci/seeds/002-retry-fallback-short.yaml`` is the full scenario at CI scale:
+four shop builds (one of them three shops behind nginx) against a gateway that is flaky
+for 4 s, then down for 5 s. Its gates are the seed's claims and must all pass.
+
+The mutation check needs no second run: each mechanism taken away gives a build the
+scenario already has, so the key gates are read again with the build swapped for it:
+
+* ``cb-correct`` with its fallback moved back onto the breaker is ``cb-wrong``: Retry
+  never retries;
+* ``breaker-outside`` with Retry moved outside the breaker is ``cb-correct``: every attempt
+  fills the window, so it opens in the flaky phase;
+* ``replicas-3`` with one replica is ``cb-correct``: one breaker, no more gateway calls.
+
+Each must then fail with a measured figure (a JUnit ``failure``, not an ``error`` for a
+figure that is missing): the gates are able to fail. :func:`test_swaps_are_the_mutations`
+checks that each swapped-in build is the mutated one, setting for setting.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, harness_cmd, leftover_processes
+
+pytestmark = pytest.mark.integration
+
+SHORT = ROOT / "scenarios" / "ci" / "seeds" / "002-retry-fallback-short.yaml"
+
+# Key gate as written in the scenario -> the same gate read on the build without the mechanism.
+SWAPPED = {
+    "cb-correct.pg.retries > 0": "cb-wrong.pg.retries > 0",
+    "breaker-outside.breaker.open_pct[flaky] <= 5": "cb-correct.breaker.open_pct[flaky] <= 5",
+    "replicas-3.pg.calls[outage] >= 2 * cb-correct.pg.calls[outage]": (
+        "cb-correct.pg.calls[outage] >= 2 * cb-correct.pg.calls[outage]"
+    ),
+}
+
+needs_nginx = pytest.mark.skipif(
+    shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin:/bin") is None,
+    reason="replicas need nginx (apt-get install nginx-light)",
+)
+
+
+def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _only_run(results: Path) -> Path:
+    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _verdicts(junit: Path) -> dict[str, str]:
+    """Gate name -> pass / failure / error, from JUnit XML."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
+        out[case.get("name", "")] = kinds[0] if kinds else "pass"
+    return out
+
+
+def _assert_nothing_left(run_dir: Path) -> None:
+    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
+    assert leftover_processes(run_id) == []
+
+
+def test_swaps_are_the_mutations() -> None:
+    """Each build swapped in by ``SWAPPED`` is the original build with its mechanism taken
+    away, and nothing else changed."""
+    builds: dict[str, Any] = yaml.safe_load(SHORT.read_text())["builds"]
+    text = SHORT.read_text()
+    for gate in SWAPPED:
+        assert gate in text, f"the key gate {gate!r} is no longer in the scenario"
+
+    inside = copy.deepcopy(builds["cb-correct"])  # the fallback moved back onto the breaker
+    layers = inside["resilience4j"]
+    layers["circuitbreaker"] = {**layers["circuitbreaker"], "fallback": layers.pop("fallback")}
+    assert inside == builds["cb-wrong"]
+
+    retry_outside = copy.deepcopy(builds["breaker-outside"])
+    assert retry_outside["resilience"] == ["circuit-breaker", "retry"]
+    retry_outside["resilience"] = ["retry", "circuit-breaker"]
+    assert retry_outside == builds["cb-correct"]
+
+    one = copy.deepcopy(builds["replicas-3"])
+    assert one.pop("replicas") == 3
+    assert one == builds["cb-correct"]
+
+
+@needs_nginx
+def test_short_seed_002_gates_pass_and_fail_without_the_mechanism(tmp_path: Path) -> None:
+    # 1. The seed's claims hold.
+    results = tmp_path / "results"
+    junit = tmp_path / "gates.xml"
+    done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    run_dir = _only_run(results)
+    verdicts = _verdicts(junit)
+    assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
+    builds = json.loads((run_dir / "report.json").read_text())["builds"]
+    assert builds["cb-wrong"]["pg"]["retries"] == 0
+    assert builds["cb-correct"]["pg"]["retries"] > 0
+    replicas = builds["replicas-3"]["replicas"]
+    assert sorted(replicas) == ["0", "1", "2"]
+    for replica in replicas.values():  # three breakers, each opened on its own calls
+        assert replica["breaker"]["present"] and replica["breaker"]["time_to_open_s"] is not None
+    _assert_nothing_left(run_dir)
+
+    # 2. The mechanisms taken away: the key gates, read on the builds that lack them.
+    mutant_junit = tmp_path / "mutant-gates.xml"
+    swapped = [arg for gate in SWAPPED.values() for arg in ("-g", gate)]
+    gated = _run(
+        ["gate", str(run_dir), "--no-scenario-gates", "--junit", str(mutant_junit), *swapped]
+    )
+    assert gated.returncode == 1, gated.stdout[-4000:]
+    failed = _verdicts(mutant_junit)
+    assert len(failed) == len(SWAPPED) and set(failed.values()) == {"failure"}, failed

@@ -1,0 +1,121 @@
+"""Seed 004 through the real ``harness run``: its claims hold, and fail with the mechanism gone.
+
+``scenarios/ci/seeds/004-thresholds-short.yaml`` is the full scenario at CI scale: a naive
+breaker and rate-based ones against a gateway that blips for 1 s, then fails 90 % of calls
+for 8 s, with payments and product-detail reads through the same breaker. Its gates are
+the seed's claims and must all pass.
+
+The mutation check needs no second run: each mechanism taken away gives a build the
+scenario already has, so the key gates are read again with the build swapped for it:
+
+* ``naive`` given the rate-based breaker's settings is ``probe-5``: the blip blocks nothing;
+* ``probe-5`` with 1 half-open trial call instead of 5 needing 3 is ``probe-1``: it flaps;
+* ``cached`` without its cached fallback is ``probe-5``: the reads are lost.
+
+Each must then fail with a measured figure (a JUnit ``failure``, not an ``error``).
+:func:`test_swaps_are_the_mutations` checks that each swapped-in build is the mutated one,
+setting for setting.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, harness_cmd, leftover_processes
+
+pytestmark = pytest.mark.integration
+
+SHORT = ROOT / "scenarios" / "ci" / "seeds" / "004-thresholds-short.yaml"
+
+# Key gate as written in the scenario -> the same gate read on the build without the mechanism.
+SWAPPED = {
+    "naive.blocked_pct_healthy >= 50": "probe-5.blocked_pct_healthy >= 50",
+    "probe-5.breaker.opens[flaky] <= 4": "probe-1.breaker.opens[flaky] <= 4",
+    "cached.detail.kept_pct[flaky] >= 40": "probe-5.detail.kept_pct[flaky] >= 40",
+}
+
+
+def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _only_run(results: Path) -> Path:
+    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _verdicts(junit: Path) -> dict[str, str]:
+    """Gate name -> pass / failure / error, from JUnit XML."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
+        out[case.get("name", "")] = kinds[0] if kinds else "pass"
+    return out
+
+
+def _assert_nothing_left(run_dir: Path) -> None:
+    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
+    assert leftover_processes(run_id) == []
+
+
+def test_swaps_are_the_mutations() -> None:
+    """Each build swapped in by ``SWAPPED`` is the original build with its mechanism taken
+    away, and nothing else changed."""
+    builds: dict[str, Any] = yaml.safe_load(SHORT.read_text())["builds"]
+    text = SHORT.read_text()
+    for gate in SWAPPED:
+        assert gate in text, f"the key gate {gate!r} is no longer in the scenario"
+
+    rate_based = copy.deepcopy(builds["naive"])  # the naive policy replaced by the rate-based
+    assert rate_based["resilience4j"]["circuitbreaker"]["type"] == "naive"
+    rate_based["resilience4j"]["circuitbreaker"] = builds["probe-5"]["resilience4j"][
+        "circuitbreaker"
+    ]
+    assert rate_based == builds["probe-5"]
+
+    one_probe = copy.deepcopy(builds["probe-5"])
+    breaker = one_probe["resilience4j"]["circuitbreaker"]
+    assert breaker["permitted-number-of-calls-in-half-open-state"] == 5
+    breaker["permitted-number-of-calls-in-half-open-state"] = 1
+    assert one_probe == builds["probe-1"]
+
+    no_cache = copy.deepcopy(builds["cached"])
+    assert no_cache["resilience4j"].pop("fallback")["kind"] == "cached"
+    assert no_cache == builds["probe-5"]
+
+
+def test_short_seed_004_gates_pass_and_fail_without_the_mechanism(tmp_path: Path) -> None:
+    # 1. The seed's claims hold.
+    results = tmp_path / "results"
+    junit = tmp_path / "gates.xml"
+    done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    run_dir = _only_run(results)
+    verdicts = _verdicts(junit)
+    assert len(verdicts) >= 8 and set(verdicts.values()) == {"pass"}, verdicts
+    builds = json.loads((run_dir / "report.json").read_text())["builds"]
+    flaky = builds["cached"]["phases"]["flaky"]["endpoints"]["detail"]
+    assert flaky["cached_pct"] > 0  # what was kept came from the cache
+    assert builds["probe-5"]["phases"]["flaky"]["endpoints"]["detail"]["cached_pct"] == 0
+    _assert_nothing_left(run_dir)
+
+    # 2. The mechanisms taken away: the key gates, read on the builds that lack them.
+    mutant_junit = tmp_path / "mutant-gates.xml"
+    swapped = [arg for gate in SWAPPED.values() for arg in ("-g", gate)]
+    gated = _run(
+        ["gate", str(run_dir), "--no-scenario-gates", "--junit", str(mutant_junit), *swapped]
+    )
+    assert gated.returncode == 1, gated.stdout[-4000:]
+    failed = _verdicts(mutant_junit)
+    assert len(failed) == len(SWAPPED) and set(failed.values()) == {"failure"}, failed
