@@ -68,7 +68,7 @@ def figure_unit(name: str) -> Unit:
         return ""
     if last in LATENCY_FIGURES or last.startswith("time_to_") or last == "max_lateness_s":
         return "s"
-    if last.endswith("_pct"):
+    if last.endswith("_pct") or "_pct_" in last:  # blocked_pct_healthy too
         return "%"
     return ""
 

@@ -89,6 +89,7 @@ def test_claims_carry_the_seeds_figure_ours_and_the_verdict() -> None:
         ("before.busy_workers.max[outage]", ""),  # threads, though latency has a .max too
         ("s.replicas.max.busy_workers.p50", ""),
         ("after.products.max", "s"),
+        ("naive.blocked_pct_healthy", "%"),
     ],
 )
 def test_figures_are_shown_with_their_unit(name: str, unit: str) -> None:
