@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.conftest import ROOT
+from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
 
 pytestmark = pytest.mark.integration
 
@@ -37,32 +36,6 @@ needs_node = pytest.mark.skipif(
 )
 
 
-def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _only_run(results: Path) -> Path:
-    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
-    assert len(runs) == 1, runs
-    return runs[0]
-
-
-def _verdicts(junit: Path) -> dict[str, str]:
-    """Gate name -> pass / failure / error, from the run's JUnit XML."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
-        out[case.get("name", "")] = kinds[0] if kinds else "pass"
-    return out
-
-
-def _assert_nothing_left(run_dir: Path) -> None:
-    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
-    assert leftover_processes(run_id) == []
-
-
 @needs_node
 def test_short_vendor_latency_gates_pass_and_a_breakerless_after_fails(tmp_path: Path) -> None:
     assert KEY_EXPR in SHORT.read_text(), "the key gate's text changed; update KEY_EXPR"
@@ -70,16 +43,16 @@ def test_short_vendor_latency_gates_pass_and_a_breakerless_after_fails(tmp_path:
     # 1. The seed's claims hold: before saturates its cap and storms the vendor, after does not.
     results = tmp_path / "results"
     junit = tmp_path / "gates.xml"
-    done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
+    done = run_harness(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = _only_run(results)
-    verdicts = _verdicts(junit)
+    run_dir = only_run(results)
+    verdicts = junit_verdicts(junit)
     assert len(verdicts) >= 9 and set(verdicts.values()) == {"pass"}, verdicts
     report = json.loads((run_dir / "report.json").read_text())
     after = report["builds"]["after"]
     assert after["breaker"]["blocked_total"] > 0  # opossum's event="reject", read by the preset
     assert report["builds"]["before"]["breaker"]["blocked_total"] is None  # no breaker: "-", not 0
-    _assert_nothing_left(run_dir)
+    assert_nothing_left(run_dir)
 
     # 2. Mutation: the same scenario, the after build without its breaker. Only that
     #    build is run; gates naming `before` then have no figures (errors), so the
@@ -92,7 +65,7 @@ def test_short_vendor_latency_gates_pass_and_a_breakerless_after_fails(tmp_path:
     mutant.write_text(mutated)
     mutant_results = tmp_path / "mutant-results"
     mutant_junit = tmp_path / "mutant-gates.xml"
-    done = _run(
+    done = run_harness(
         [
             "run",
             str(mutant),
@@ -105,14 +78,14 @@ def test_short_vendor_latency_gates_pass_and_a_breakerless_after_fails(tmp_path:
         ]
     )
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-4000:]
-    mutant_dir = _only_run(mutant_results)
-    assert _verdicts(mutant_junit)[KEY_GATE] == "failure"
+    mutant_dir = only_run(mutant_results)
+    assert junit_verdicts(mutant_junit)[KEY_GATE] == "failure"
     mutant_after = json.loads((mutant_dir / "report.json").read_text())["builds"]["after"]
     fault_calls = mutant_after["phases"]["outage"]["pg"]["calls"]
     baseline_calls = mutant_after["phases"]["baseline"]["pg"]["calls"]
     assert fault_calls / 20 > 0.3 * baseline_calls / 6  # every verification reached the vendor
-    _assert_nothing_left(mutant_dir)
+    assert_nothing_left(mutant_dir)
 
     alone = ["--no-scenario-gates", "-g", KEY_EXPR]
-    assert _run(["gate", str(mutant_dir), *alone], timeout=120).returncode == 1
-    assert _run(["gate", str(run_dir), *alone], timeout=120).returncode == 0
+    assert run_harness(["gate", str(mutant_dir), *alone], timeout=120).returncode == 1
+    assert run_harness(["gate", str(run_dir), *alone], timeout=120).returncode == 0

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,8 @@ import yaml
 from harness.gates.evaluate import evaluate
 from harness.scenario.gates import parse_gate
 from harness.scenario.loader import load_scenario
-from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.conftest import ROOT
+from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
 
 SHORT = ROOT / "scenarios" / "ci" / "seeds" / "000-pg-timeout-short.yaml"
 FULL = ROOT / "scenarios" / "seeds" / "000-pg-timeout.yaml"
@@ -37,32 +36,6 @@ MUTATION_VERDICTS = {
     "seed: breaker refuses about the payment rate": "error",
 }
 """The key gates of the short scenario, and their verdicts with `before` in place of `after`."""
-
-
-def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _only_run(results: Path) -> Path:
-    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
-    assert len(runs) == 1, runs
-    return runs[0]
-
-
-def _verdicts(junit: Path) -> dict[str, str]:
-    """Gate name -> pass / failure / error, from the run's JUnit XML."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
-        out[case.get("name", "")] = kinds[0] if kinds else "pass"
-    return out
-
-
-def _assert_nothing_left(run_dir: Path) -> None:
-    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
-    assert leftover_processes(run_id) == []
 
 
 @pytest.mark.parametrize("path", [FULL, SHORT], ids=["full", "short"])
@@ -91,15 +64,15 @@ def test_the_seed_000_builds_keep_the_seeds_own_settings(path: Path) -> None:
 def test_short_seed_000_gates_pass_and_fail_without_the_breaker(tmp_path: Path) -> None:
     # 1. The seed's claims hold at CI scale.
     results, junit = tmp_path / "results", tmp_path / "gates.xml"
-    done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
+    done = run_harness(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = _only_run(results)
-    verdicts = _verdicts(junit)
+    run_dir = only_run(results)
+    verdicts = junit_verdicts(junit)
     assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
     report = json.loads((run_dir / "report.json").read_text())
     assert report["builds"]["after"]["breaker"]["blocked_total"] > 0
     assert report["builds"]["before"]["workers"]["busy_max_fault"] == 16
-    _assert_nothing_left(run_dir)
+    assert_nothing_left(run_dir)
 
     # 2. Mutation: the key gates with the breakerless build in place of `after`.
     gates = {g.name: g.expr for g in load_scenario(SHORT).scenario.gate_specs()}

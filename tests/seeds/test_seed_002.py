@@ -23,15 +23,14 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import subprocess
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.conftest import ROOT
+from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
 
 pytestmark = pytest.mark.integration
 
@@ -50,32 +49,6 @@ needs_nginx = pytest.mark.skipif(
     shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin:/bin") is None,
     reason="replicas need nginx (apt-get install nginx-light)",
 )
-
-
-def _run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _only_run(results: Path) -> Path:
-    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
-    assert len(runs) == 1, runs
-    return runs[0]
-
-
-def _verdicts(junit: Path) -> dict[str, str]:
-    """Gate name -> pass / failure / error, from JUnit XML."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
-        out[case.get("name", "")] = kinds[0] if kinds else "pass"
-    return out
-
-
-def _assert_nothing_left(run_dir: Path) -> None:
-    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
-    assert leftover_processes(run_id) == []
 
 
 def test_swaps_are_the_mutations() -> None:
@@ -106,10 +79,10 @@ def test_short_seed_002_gates_pass_and_fail_without_the_mechanism(tmp_path: Path
     # 1. The seed's claims hold.
     results = tmp_path / "results"
     junit = tmp_path / "gates.xml"
-    done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
+    done = run_harness(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = _only_run(results)
-    verdicts = _verdicts(junit)
+    run_dir = only_run(results)
+    verdicts = junit_verdicts(junit)
     assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
     builds = json.loads((run_dir / "report.json").read_text())["builds"]
     assert builds["cb-wrong"]["pg"]["retries"] == 0
@@ -118,14 +91,14 @@ def test_short_seed_002_gates_pass_and_fail_without_the_mechanism(tmp_path: Path
     assert sorted(replicas) == ["0", "1", "2"]
     for replica in replicas.values():  # three breakers, each opened on its own calls
         assert replica["breaker"]["present"] and replica["breaker"]["time_to_open_s"] is not None
-    _assert_nothing_left(run_dir)
+    assert_nothing_left(run_dir)
 
     # 2. The mechanisms taken away: the key gates, read on the builds that lack them.
     mutant_junit = tmp_path / "mutant-gates.xml"
     swapped = [arg for gate in SWAPPED.values() for arg in ("-g", gate)]
-    gated = _run(
+    gated = run_harness(
         ["gate", str(run_dir), "--no-scenario-gates", "--junit", str(mutant_junit), *swapped]
     )
     assert gated.returncode == 1, gated.stdout[-4000:]
-    failed = _verdicts(mutant_junit)
+    failed = junit_verdicts(mutant_junit)
     assert len(failed) == len(SWAPPED) and set(failed.values()) == {"failure"}, failed

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,8 @@ import yaml
 from harness.gates.evaluate import evaluate
 from harness.scenario.gates import parse_gate
 from harness.scenario.loader import load_scenario
-from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.conftest import ROOT
+from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
 
 SHORT = ROOT / "scenarios" / "ci" / "seeds" / "003-scale-out-short.yaml"
 FULL = ROOT / "scenarios" / "seeds" / "003-scale-out.yaml"
@@ -44,29 +44,7 @@ needs_nginx = pytest.mark.skipif(
 
 
 def _run(args: list[str], timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _only_run(results: Path) -> Path:
-    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
-    assert len(runs) == 1, runs
-    return runs[0]
-
-
-def _verdicts(junit: Path) -> dict[str, str]:
-    """Gate name -> pass / failure / error, from the run's JUnit XML."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
-        out[case.get("name", "")] = kinds[0] if kinds else "pass"
-    return out
-
-
-def _assert_nothing_left(run_dir: Path) -> None:
-    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
-    assert leftover_processes(run_id) == []
+    return run_harness(args, timeout)
 
 
 @pytest.mark.parametrize("path", [FULL, SHORT], ids=["full", "short"])
@@ -93,13 +71,13 @@ def test_short_seed_003_gates_pass_and_fail_without_replicas_or_separation(
     results, junit = tmp_path / "results", tmp_path / "gates.xml"
     done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = _only_run(results)
-    verdicts = _verdicts(junit)
+    run_dir = only_run(results)
+    verdicts = junit_verdicts(junit)
     assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
     report = json.loads((run_dir / "report.json").read_text())
     assert report["builds"]["two"]["workers"]["max_workers"] == 12  # 2 shops x 6, summed
     assert len(report["builds"]["two"]["replicas"]) == 2
-    _assert_nothing_left(run_dir)
+    assert_nothing_left(run_dir)
 
     # 2. Mutation: the key gates with one shop in place of the mechanism's build.
     gates = {g.name: g.expr for g in load_scenario(SHORT).scenario.gate_specs()}

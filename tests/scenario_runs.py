@@ -1,0 +1,42 @@
+"""Running a scenario through the real ``harness run`` in a test, and reading what it left.
+
+Shared by the tests that run whole scenarios (the seeds, seed 003's vendor latency).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tests.conftest import ROOT, harness_cmd, leftover_processes
+
+
+def run_harness(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``harness ARGS`` from the repository root, its output captured, never raising."""
+    return subprocess.run(
+        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def only_run(results: Path) -> Path:
+    """The one run folder under ``results`` (``<scenario>/<run id>``)."""
+    runs = [p for p in results.glob("*/*") if (p / "manifest.json").is_file()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def junit_verdicts(junit: Path) -> dict[str, str]:
+    """Gate name -> pass / failure / error, from the run's JUnit XML."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error")]
+        out[case.get("name", "")] = kinds[0] if kinds else "pass"
+    return out
+
+
+def assert_nothing_left(run_dir: Path) -> None:
+    """No process of the run outlived it."""
+    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
+    assert leftover_processes(run_id) == []
