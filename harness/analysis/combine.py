@@ -31,7 +31,7 @@ def _flat_window(figures: BuildFigures | WindowFigures, suffix: str, flat: Flat)
         for q in ("p50", "p95", "p99", "max"):
             flat[f"{ep}.latency_s.{q}{suffix}"] = stats["latency_s"][q]
         flat[f"{ep}.success_pct{suffix}"] = stats["success_pct"]
-        for kept in ("kept_pct", "cached_pct"):  # absent in reports written before them
+        for kept in ("kept_pct", "cached_pct", "dropped"):  # absent in older reports
             if kept in stats:
                 flat[f"{ep}.{kept}{suffix}"] = stats[kept]
         flat[f"{ep}.achieved_rps{suffix}"] = stats["achieved_rps"]

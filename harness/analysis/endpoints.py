@@ -4,6 +4,10 @@ Latency is end minus *intended* start, so a request the generator had to send
 late still counts its wait. Only requests intended inside the measured window
 (after warmup) count.
 
+A request the generator dropped (``max-in-flight``: the endpoint's cap of open
+requests was full when it was due) was never sent: it counts in ``dropped``
+and in nothing else, as k6 counts a dropped iteration apart from its requests.
+
 Service kept (seed 004) is read from the samples alone: ``kept_pct`` is the
 share of requests answered 2xx, fresh or from a cache, ``cached_pct`` the share
 the target marked as answered from its cache (``X-Outcome: cached``, recorded
@@ -17,6 +21,7 @@ import pandas as pd
 
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.model import EndpointFigures, EndpointInfo, Percentiles
+from harness.load.plan import DROPPED
 from harness.scenario.schema import Scenario
 
 EPS_S = 1e-5
@@ -39,6 +44,10 @@ def endpoint_stats(
 ) -> EndpointFigures:
     """Requests, rates, success and latency percentiles of samples intended in [start, end)."""
     window = measured(samples, start, end - start)
+    not_sent = window["error"] == DROPPED
+    dropped = int(not_sent.sum())
+    if dropped:
+        window = window[~not_sent]
     n = len(window)
     latency = (window["end"] - window["intended_start"]).dropna()
     service = (window["end"] - window["actual_start"]).dropna()
@@ -60,6 +69,7 @@ def endpoint_stats(
         "service_time_s": _percentiles(service),
         "max_lateness_s": _round(lateness.max() if n else None),
         "unfinished": int(window["end"].isna().sum()),
+        "dropped": dropped,
     }
 
 

@@ -43,6 +43,7 @@ from harness.analysis.series import (
     select,
 )
 from harness.core.selectors import CONTAINER_SOURCE, RESOURCE_SERIES, Selector
+from harness.load.plan import DROPPED
 from harness.results.model import BuildResult, RunResult
 from harness.scenario.schema import Scenario
 
@@ -54,8 +55,10 @@ class BuildSeries:
         self.scenario = scenario
         self.t0 = build.t0
         samples, metrics = build.samples, build.metrics
-        self.samples = samples
+        # Per endpoint with the dropped arrivals (endpoint_stats counts them apart); the
+        # run-wide figures (recovery, needless blocking) read only what was sent.
         self.by_endpoint = {name: samples[samples["endpoint"] == name] for name in scenario.traffic}
+        self.samples = samples[samples["error"] != DROPPED] if len(samples) else samples
         self.gateway_endpoints = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
         target = target_series(metrics, build.info)
         self.missing = target.missing

@@ -56,6 +56,9 @@ class EndpointFigures(TypedDict):
     """End minus actual start."""
     max_lateness_s: float | None
     unfinished: float
+    dropped: NotRequired[float]
+    """Arrivals not sent: the endpoint's ``max-in-flight`` requests were all open (absent in
+    reports written before it)."""
 
 
 class WindowWorkers(TypedDict):

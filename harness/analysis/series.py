@@ -53,12 +53,12 @@ from harness.analysis.presets import (
     resolve_preset,
 )
 from harness.core.selectors import CANONICAL_SERIES, Selector, parse_selector
+from harness.results.io import METRICS_COLUMNS
 
 __all__ = [
     "BREAKER_STATES",
     "CANONICAL_SERIES",
     "COUNTERS",
-    "METRIC_COLUMNS",
     "PG_RECEIVED",
     "PRESETS",
     "Canonical",
@@ -82,9 +82,6 @@ __all__ = [
     "select",
     "why_missing",
 ]
-
-METRIC_COLUMNS = ["t", "source", "series", "labels", "value"]
-"""Columns of ``metrics.parquet``."""
 
 Row = tuple[float, str, str, str, float]
 """One sample as stored: (t, source, series, labels as sorted JSON, value)."""
@@ -445,7 +442,7 @@ def breaker_state_now(preset: Preset, rows: Iterable[Row], source: str = "target
     kept = [r for r in rows if r[1] == source and r[2] in names]
     if not kept:
         return None
-    frame = pd.DataFrame(kept, columns=METRIC_COLUMNS)
+    frame = pd.DataFrame(kept, columns=METRICS_COLUMNS)
     states, _ = breaker_states(frame, preset, source)
     if states.empty:
         return None

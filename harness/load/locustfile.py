@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -165,20 +166,28 @@ class OpenModelUser(User):
         inflight: set[Any] = set()
         drained = Event()
         sending = True
+        worker, workers = recorder.worker, plan.workers
+        limits = {name: ep.in_flight_limit(worker, workers) for name, ep in plan.endpoints.items()}
+        open_now: Counter[str] = Counter()  # requests sent and not yet answered, per endpoint
 
         def send(name: str, index: int, intended: float, path: str, headers: str) -> None:
             try:
                 _send(recorder, self.endpoints[name], name, index, intended, path, headers)
             finally:
+                open_now[name] -= 1
                 inflight.discard(getcurrent())
                 if not inflight and not sending:
                     drained.set()
 
-        worker, workers = recorder.worker, plan.workers
         for intended, name, index in schedule(plan, start_at, worker, workers):
             delay = intended - time.time()
             if delay > 0:
                 gevent.sleep(delay)
+            limit = limits[name]
+            if limit is not None and open_now[name] >= limit:
+                recorder.drop(name, index, intended, time.time())
+                continue
+            open_now[name] += 1
             path = paths[name].path(index)
             headers = (
                 f"Idempotency-Key: {idempotency_key(plan.seed, name, index)}\r\n"

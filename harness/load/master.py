@@ -73,6 +73,7 @@ class WorkerState:
             "planned": c.get("planned", {}),
             "sent": c.get("sent", {}),
             "done": c.get("done", {}),
+            "dropped": c.get("dropped", {}),
             "max_lateness_s": c.get("max_lateness_s", 0.0),
             "silent_s": round(time.monotonic() - self.last_report, 3),
             "error": c.get("error"),

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from harness.core.rates import RateProfile
 
-PROTOCOL = 2
+PROTOCOL = 3
 """Version of the messages between a Locust master and its workers (``harness.load.master``)."""
 
 SAMPLE_COLUMNS = (
@@ -47,6 +47,9 @@ SAMPLE_COLUMNS = (
     "outcome",
 )
 """Columns of ``samples.csv``: one row per request; times are Unix seconds."""
+DROPPED = "Dropped"
+"""The ``error`` of a row whose request was never sent: its endpoint's ``max_in_flight``
+requests were all open when it was due (k6's dropped iteration). Its ``end`` is empty."""
 
 Arrivals = Literal["uniform", "poisson"]
 
@@ -71,6 +74,16 @@ class EndpointPlan:
     knots: tuple[tuple[float, float], ...] = ()
     arrivals: Arrivals = "uniform"
     count: int | None = None
+    max_in_flight: int | None = None
+    """At most this many requests open at once, all workers together (k6's maxVUs)."""
+
+    def in_flight_limit(self, worker: int, workers: int) -> int | None:
+        """Worker ``worker``'s share of ``max_in_flight``, split as the requests are: the
+        remainder to the first workers, and never less than one each."""
+        if self.max_in_flight is None:
+            return None
+        share, extra = divmod(self.max_in_flight, workers)
+        return max(1, share + (1 if worker < extra else 0))
 
     def profile(self, total_s: float) -> RateProfile:
         """Requests per second over ``[0, total_s]``, the load's own time."""

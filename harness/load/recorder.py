@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.load.plan import SAMPLE_COLUMNS, LoadPlan
+from harness.load.plan import DROPPED, SAMPLE_COLUMNS, LoadPlan
 
 Row = str
 """A ``samples.csv`` line, ``\r\n`` included (``sample_row``)."""
@@ -78,6 +78,8 @@ class Recorder:
         self.pending: list[Row] = []
         self.sent: Counter[str] = Counter()
         self.done: Counter[str] = Counter()
+        self.dropped: Counter[str] = Counter()
+        """Arrivals not sent: the endpoint's ``max_in_flight`` requests were all open."""
         self.max_lateness_s = 0.0
         self.active: dict[tuple[str, int], tuple[float, float]] = {}
         self.state = "starting"
@@ -105,6 +107,12 @@ class Recorder:
         self.done[name] += 1
         self.pending.append(row)
 
+    def drop(self, name: str, index: int, intended: float, now: float) -> None:
+        """Record an arrival that was not sent (k6's dropped iteration): a row, so every
+        planned request still has one, marked ``Dropped`` and never counted as sent."""
+        self.dropped[name] += 1
+        self.pending.append(sample_row(name, index, intended, now, None, 0, DROPPED, ""))
+
     def abandon_active(self) -> None:
         """Record requests still unanswered when the drain bound ran out: never drop one."""
         for (name, index), (intended, actual) in self.active.items():
@@ -121,6 +129,7 @@ class Recorder:
             "planned": self.planned(),
             "sent": dict(self.sent),
             "done": dict(self.done),
+            "dropped": dict(self.dropped),
             "max_lateness_s": self.max_lateness_s,
             "error": self.error,
         }

@@ -22,7 +22,7 @@ from harness.analysis.model import SeedClaim, read_report
 from harness.core.errors import InputError
 from harness.gates.evaluate import GateResult, evaluate_all, gates_of
 from harness.report.claims import CLAIM_HEADER, claim_row, seed_claims
-from harness.report.page import CSP, STYLE, claims_table, esc
+from harness.report.page import claims_table, esc, page_head
 from harness.results.io import harness_version, write_error, write_text_atomic
 from harness.scenario.loader import load_scenario
 
@@ -201,15 +201,7 @@ def render_index_html(items: Sequence[IndexEntry], out_dir: Path, title: str) ->
         for h in ("scenario", "description", "run", "status", "verdict", "report")
     )
     passed = sum(e.ok for e in items)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{esc(title)}</title>
-<style>{STYLE}</style>
-</head>
+    return f"""{page_head(title)}
 <body>
 <header>
 <h1>{esc(title)}</h1>

@@ -57,6 +57,19 @@ footer { margin-top: 3em; color: #888; font-size: .85em; }
 """
 
 
+def page_head(title: str) -> str:
+    """The doctype and ``<head>`` every page of ours starts with (one CSP, one style)."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)}</title>
+<style>{STYLE}</style>
+</head>"""
+
+
 def esc(value: Any) -> str:
     """Escape anything for HTML text or attribute values; None shows as '-'."""
     return html.escape("-" if value is None else str(value), quote=True)
@@ -214,15 +227,7 @@ def render_html(report: Report, charts: Mapping[str, Path]) -> str:
     scenario, run_id, status = report.get("scenario"), report.get("run_id"), report.get("status")
     status_class = "".join(c for c in str(status) if c.isalnum())
     title = f"{scenario} — run {run_id} ({status})"
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{esc(title)}</title>
-<style>{STYLE}</style>
-</head>
+    return f"""{page_head(title)}
 <body>
 <header>
 <h1>{esc(scenario)} <small>run {esc(run_id)}</small></h1>

@@ -44,6 +44,8 @@ def headline_rows(report: Report) -> list[list[str]]:
             row(f"{ep} {q}", _latency(ep, q), "s")
         row(f"{ep} success", _endpoint(ep, "success_pct"), "%")
         row(f"{ep} achieved rps", _endpoint(ep, "achieved_rps"))
+        if any(report["builds"][b]["endpoints"][ep].get("dropped") for b in builds):
+            row(f"{ep} dropped (max-in-flight)", _dropped(ep))
     row("busy workers max (fault)", lambda b: b["workers"]["busy_max_fault"])
     row("busy workers mean (fault)", lambda b: b["workers"]["busy_mean_fault"])
     row("busy workers p50 (fault)", lambda b: b["workers"]["busy_p50_fault"])
@@ -79,6 +81,10 @@ def _latency(ep: str, q: Literal["p95", "p99", "max"]) -> Getter:
 
 def _endpoint(ep: str, key: Literal["success_pct", "achieved_rps"]) -> Getter:
     return lambda b: b["endpoints"][ep][key]
+
+
+def _dropped(ep: str) -> Getter:
+    return lambda b: b["endpoints"][ep].get("dropped")
 
 
 def table_header(report: Report) -> list[str]:
@@ -119,7 +125,8 @@ def markdown(report: Report) -> str:
         lines.append("|---|---|---|---|---|---|---|---|---|")
         for ep, s in build["endpoints"].items():
             lat = s["latency_s"]
-            errors = ", ".join(f"{k}: {v}" for k, v in s["errors"].items()) or "-"
+            not_sent = {"dropped (max-in-flight)": s["dropped"]} if s.get("dropped") else {}
+            errors = ", ".join(f"{k}: {v}" for k, v in {**s["errors"], **not_sent}.items()) or "-"
             lines.append(
                 f"| {ep} | {s['requests']} | {fmt(s['achieved_rps'])} | "
                 f"{fmt(s['success_pct'], '%')} | {fmt(lat['p50'], 's')} | "

@@ -135,6 +135,7 @@ def plan_for(scenario: Scenario, base_url: str, build_dir: Path, workers: int = 
             idempotency_key=e.idempotency_key,
             knots=knots,
             arrivals=e.arrivals,
+            max_in_flight=e.max_in_flight,
             count=poisson_count(scenario.seed, n, profile.total)
             if e.arrivals == "poisson"
             else None,

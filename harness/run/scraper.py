@@ -28,14 +28,13 @@ import httpx
 import pandas as pd
 
 from harness.analysis.series import (
-    METRIC_COLUMNS,
     Preset,
     Selector,
     breaker_state_now,
     labels_match,
     parse_text,
 )
-from harness.results.io import metrics_from_csv
+from harness.results.io import METRICS_COLUMNS, metrics_from_csv
 
 Clock = Callable[[], float]
 
@@ -78,7 +77,7 @@ class Scraper:
         self._spool_file: IO[str] | None = None
         if spool is not None:
             self._spool_file = spool.open("w", newline="", encoding="utf-8")
-            csv.writer(self._spool_file).writerow(METRIC_COLUMNS)
+            csv.writer(self._spool_file).writerow(METRICS_COLUMNS)
             self._spool_file.flush()
 
     def _append_to_spool(self, rows: list[tuple[float, str, str, str, float]]) -> None:
@@ -152,7 +151,7 @@ class Scraper:
         """Every sample scraped: read back from the spool, or the rows in memory without one."""
         if self.spool is not None:
             return metrics_from_csv(self.spool)
-        return pd.DataFrame(self.rows, columns=METRIC_COLUMNS)
+        return pd.DataFrame(self.rows, columns=METRICS_COLUMNS)
 
     def latest_value(self, source: str, selector: Selector) -> float | None:
         """Sum of the newest scrape's samples matching ``selector`` (for live progress)."""

@@ -103,17 +103,28 @@ def connect(timeout_s: int = ENGINE_TIMEOUT_S) -> DockerClient:
         raise RunError(
             "docker builds need the Docker SDK for Python: pip install 'docker>=7'"
         ) from None
+    address = engine_address()
+    if address.startswith("unix://"):
+        # Knock first: the SDK leaks the socket of a refused connect (a stale socket file
+        # left by an Engine that died), and its message says less than this one.
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(timeout_s)
+                probe.connect(address.removeprefix("unix://"))
+        except OSError as exc:
+            raise RunError(
+                f"no Docker Engine answers at {address} ({exc.strerror or exc}). {START_HINT}"
+            ) from None
+    client = None
     try:
         client = docker.from_env(timeout=timeout_s)
         client.ping()
-    except docker.errors.DockerException as exc:
+    except Exception as exc:  # DockerException, or requests' own (a refused TCP DOCKER_HOST)
+        if client is not None:
+            client.close()
+        name = "" if isinstance(exc, docker.errors.DockerException) else f"{type(exc).__name__}: "
         raise RunError(
-            f"no Docker Engine answers at {engine_address()} ({_short(exc)}). {START_HINT}"
-        ) from None
-    except Exception as exc:  # requests' own errors (a refused TCP DOCKER_HOST, a timeout)
-        raise RunError(
-            f"no Docker Engine answers at {engine_address()} ({type(exc).__name__}: "
-            f"{_short(exc)}). {START_HINT}"
+            f"no Docker Engine answers at {address} ({name}{_short(exc)}). {START_HINT}"
         ) from None
     return client
 

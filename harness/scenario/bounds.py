@@ -45,6 +45,8 @@ MAX_SIGMA = 10.0
 """``sigma`` of a lognormal delay (larger overflows ``exp``)."""
 MIN_REPEAT_EVERY_S = 0.01
 """A repeating fault switches on at most 100 times a second."""
+MAX_IN_FLIGHT = 100_000
+"""An endpoint's ``max-in-flight`` (the load generator holds that many requests open)."""
 MAX_REPLICAS = 16
 """Shop processes of one build (``replicas``), each with its own pool, behind one nginx."""
 MAX_WINDOW = 100_000

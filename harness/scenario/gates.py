@@ -302,6 +302,7 @@ ENDPOINT_FIGURES = (
     "achieved_rps",
     "requests",
     "max_lateness_s",
+    "dropped",
 )
 """The other figures of an endpoint (``kept_pct``, ``cached_pct``: service kept, seed 004)."""
 BUSY_WORKER_FIGURES = ("max", "mean", "p50")

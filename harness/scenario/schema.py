@@ -39,6 +39,7 @@ from harness.scenario.bounds import (
     MAX_ENDPOINTS,
     MAX_GATE_NAME_CHARS,
     MAX_GATES,
+    MAX_IN_FLIGHT,
     MAX_PLANNED_REQUESTS,
     MAX_REPLICAS,
     MAX_SEED,
@@ -114,6 +115,13 @@ class Endpoint(StrictModel):
     idempotency_key: bool = Field(False, description="send a fresh Idempotency-Key header")
     calls_gateway: bool = Field(
         False, description="this endpoint calls the gateway (used for amplification)"
+    )
+    max_in_flight: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_IN_FLIGHT,
+        description="at most this many requests of the endpoint open at once; an arrival "
+        "that finds them all open is dropped, not sent, and counted (k6's maxVUs)",
     )
 
     @field_validator("body")

@@ -20,7 +20,6 @@ import pytest
 from harness.analysis.figures import NOT_MEASURED_FIGURES, not_measured
 from harness.analysis.presets import BREAKER_STATES, PRESETS, Preset, resolve_preset
 from harness.analysis.series import (
-    METRIC_COLUMNS,
     breaker_state_now,
     map_canonical,
     parse_text,
@@ -29,6 +28,7 @@ from harness.analysis.series import (
 )
 from harness.core.selectors import Selector
 from harness.report.tables import markdown
+from harness.results.io import METRICS_COLUMNS
 
 DATA = Path(__file__).parents[1] / "data"
 OPOSSUM_3 = ["opossum_metrics_closed", "opossum_metrics_open", "opossum_metrics_recovered"]
@@ -46,7 +46,7 @@ def _scrapes(*names: str, source: str = "target") -> pd.DataFrame:
     rows = []
     for t, name in enumerate(names):
         rows += parse_text((DATA / f"{name}.txt").read_text(), float(t), source)
-    return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+    return pd.DataFrame(rows, columns=METRICS_COLUMNS)
 
 
 def _series(frame: pd.DataFrame, preset: Preset) -> dict[str, list[float]]:
@@ -212,7 +212,7 @@ def test_none_preset_reads_only_the_map() -> None:
 
 
 def test_a_target_never_scraped_is_not_measured() -> None:
-    empty = pd.DataFrame(columns=METRIC_COLUMNS)
+    empty = pd.DataFrame(columns=METRICS_COLUMNS)
     canon = map_canonical(empty, PRESETS["shop"])
     assert canon.frame.empty
     assert set(canon.missing.values()) == {"no scrape of the target succeeded, so nothing was read"}

@@ -11,7 +11,6 @@ from prometheus_client import generate_latest
 
 from harness.analysis.series import (
     BREAKER_STATES,
-    METRIC_COLUMNS,
     PRESETS,
     canonical,
     map_canonical,
@@ -19,6 +18,7 @@ from harness.analysis.series import (
     preset_named,
 )
 from harness.core.errors import InputError
+from harness.results.io import METRICS_COLUMNS
 from targets.shop.config import ShopConfig
 from targets.shop.db import Store
 from targets.shop.metrics import WorkerGauge, make_registry
@@ -63,7 +63,7 @@ def test_shop_preset_on_the_shop_exposition() -> None:
     service.pay("key-1", 100)  # two 503s trip the breaker
     service.pay("key-2", 100)  # refused
     rows += _scrape(service, workers, 2.0)
-    canon = map_canonical(pd.DataFrame(rows, columns=METRIC_COLUMNS), PRESETS["shop"])
+    canon = map_canonical(pd.DataFrame(rows, columns=METRICS_COLUMNS), PRESETS["shop"])
     get = lambda name: canon.frame[canon.frame.series == name].set_index("t")["value"].to_dict()  # noqa: E731
     assert canon.missing == {}
     assert get("busy_workers") == {1.0: 0.0, 2.0: 1.0}
@@ -77,7 +77,7 @@ def test_shop_preset_on_the_shop_exposition() -> None:
 def test_shop_without_a_breaker_reads_blocked_calls_as_not_measured() -> None:
     service = _failing_shop()
     service.pay("key-1", 100)
-    frame = pd.DataFrame(_scrape(service, WorkerGauge(4), 1.0), columns=METRIC_COLUMNS)
+    frame = pd.DataFrame(_scrape(service, WorkerGauge(4), 1.0), columns=METRICS_COLUMNS)
     canon = map_canonical(frame, PRESETS["shop"])
     assert set(canon.missing) == {"blocked_calls", "breaker_state"}
     assert canon.missing["blocked_calls"].startswith(

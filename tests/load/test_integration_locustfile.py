@@ -18,9 +18,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from harness.load.plan import EndpointPlan, LoadPlan, idempotency_key
+from harness.analysis.endpoints import endpoint_stats
+from harness.load.plan import DROPPED, EndpointPlan, LoadPlan, idempotency_key
 from harness.run.loadgen import locust_argv, read_progress
 from tests.conftest import ROOT
 
@@ -29,7 +31,8 @@ pytestmark = pytest.mark.integration
 SERVER = Path(__file__).with_name("scripted_server.py")
 
 
-def test_every_planned_request_is_sent_and_recorded_once_with_its_fate(tmp_path: Path) -> None:
+def _run_plan(tmp_path: Path, endpoints: dict[str, EndpointPlan], duration_s: float) -> LoadPlan:
+    """Start the scripted server and one Locust process, send the plan, wait for the end."""
     log = tmp_path / "requests.jsonl"
     log.touch()
     server = subprocess.Popen(
@@ -42,16 +45,9 @@ def test_every_planned_request_is_sent_and_recorded_once_with_its_fate(tmp_path:
             base_url=f"http://127.0.0.1:{port}",
             seed=5,
             warmup_s=0.0,
-            duration_s=2.0,
+            duration_s=duration_s,
             drain_s=1.0,
-            endpoints={
-                "read": EndpointPlan("GET", "/cl", 50.0, 5.0),
-                "pay": EndpointPlan(
-                    "POST", "/status/503", 20.0, 5.0, body={"amount": 7}, idempotency_key=True
-                ),
-                "slow": EndpointPlan("GET", "/hang", 5.0, 0.3),
-                "stuck": EndpointPlan("GET", "/hang", 5.0, 30.0),
-            },
+            endpoints=endpoints,
             samples_path=str(tmp_path / "samples.csv"),
             progress_path=str(tmp_path / "progress.json"),
             go_path=str(tmp_path / "go.json"),
@@ -82,6 +78,23 @@ def test_every_planned_request_is_sent_and_recorded_once_with_its_fate(tmp_path:
         server.stdout.close()
     assert code == 0, (tmp_path / "load.log").read_text()
     assert read_progress(Path(plan.progress_path))["state"] == "finished"
+    return plan
+
+
+def test_every_planned_request_is_sent_and_recorded_once_with_its_fate(tmp_path: Path) -> None:
+    plan = _run_plan(
+        tmp_path,
+        {
+            "read": EndpointPlan("GET", "/cl", 50.0, 5.0),
+            "pay": EndpointPlan(
+                "POST", "/status/503", 20.0, 5.0, body={"amount": 7}, idempotency_key=True
+            ),
+            "slow": EndpointPlan("GET", "/hang", 5.0, 0.3),
+            "stuck": EndpointPlan("GET", "/hang", 5.0, 30.0),
+        },
+        duration_s=2.0,
+    )
+    log = tmp_path / "requests.jsonl"
     with open(plan.samples_path, newline="") as f:
         rows = list(csv.DictReader(f))
     keys = [(r["endpoint"], int(r["index"])) for r in rows]
@@ -105,3 +118,46 @@ def test_every_planned_request_is_sent_and_recorded_once_with_its_fate(tmp_path:
         idempotency_key(5, "pay", i) for i in range(40)
     )
     assert {s["body"] for s in pays} == {json.dumps({"amount": 7})}
+
+
+def test_max_in_flight_drops_what_finds_the_cap_full_and_counts_it_apart(tmp_path: Path) -> None:
+    # /hang answers nothing: each capped request holds its slot for its 0.5 s timeout, so of
+    # 40/s for 2 s at most 3 x (2 / 0.5 + 1) = 15 can be sent; the uncapped reads all go.
+    plan = _run_plan(
+        tmp_path,
+        {
+            "capped": EndpointPlan("GET", "/hang", 40.0, 0.5, max_in_flight=3),
+            "read": EndpointPlan("GET", "/cl", 20.0, 5.0),
+        },
+        duration_s=2.0,
+    )
+    with open(plan.samples_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    keys = [(r["endpoint"], int(r["index"])) for r in rows]
+    assert len(keys) == len(set(keys)) and set(keys) == {
+        (n, i) for n in plan.endpoints for i in range(plan.planned_count(n))
+    }
+    capped = [r for r in rows if r["endpoint"] == "capped"]
+    sent = [r for r in capped if r["error"] != DROPPED]
+    dropped = [r for r in capped if r["error"] == DROPPED]
+    assert {r["error"] for r in sent} == {"TimeoutError"}
+    assert 3 <= len(sent) <= 15 and len(sent) + len(dropped) == 80
+    assert all(r["end"] == "" and r["status"] == "0" for r in dropped)
+    # never more than 3 open at once: every start sees fewer than 3 others still open
+    spans = [(float(r["actual_start"]), float(r["end"])) for r in sent]
+    for start, _ in spans:
+        assert sum(s < start < e for s, e in spans) < 3
+    # the server saw exactly the requests that were sent
+    seen = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert Counter(s["path"] for s in seen) == {"/hang": len(sent), "/cl": 40}
+    assert Counter(r["error"] for r in rows if r["endpoint"] == "read") == {"": 40}
+
+    # The figures: dropped counts apart; requests, success and latency are the sent ones.
+    samples = pd.read_csv(plan.samples_path, keep_default_na=False, na_values={"end": [""]})
+    t0 = float(samples["intended_start"].min())
+    stats = endpoint_stats(samples[samples["endpoint"] == "capped"], t0, t0 + 2.0, 40.0)
+    assert stats["dropped"] == len(dropped) and stats["requests"] == len(sent)
+    assert stats["success_pct"] == 0.0 and stats["errors"] == {"TimeoutError": len(sent)}
+    assert stats["latency_s"]["p50"] is not None and stats["latency_s"]["p50"] >= 0.5
+    read = endpoint_stats(samples[samples["endpoint"] == "read"], t0, t0 + 2.0, 20.0)
+    assert read["dropped"] == 0 and read["requests"] == 40 and read["success_pct"] == 100.0

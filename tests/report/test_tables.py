@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 import subprocess
 from pathlib import Path
@@ -53,3 +54,12 @@ def test_report_command_rerenders_an_old_run_to_the_byte(tmp_path: Path) -> None
         f"{key}.png" for key in CHARTS
     )
     assert (run / "report.html").stat().st_size > 100_000
+
+
+def test_dropped_requests_get_a_row_and_a_mention_only_when_there_are_some() -> None:
+    assert not [r for r in headline_rows(V1) if "dropped" in r[0]]
+    report = copy.deepcopy(V1)
+    report["builds"]["before"]["endpoints"]["payments"]["dropped"] = 1234
+    rows = {r[0]: r[1:] for r in headline_rows(report)}
+    assert rows["payments dropped (max-in-flight)"] == ["1234", "0", "-100.0%"]
+    assert "dropped (max-in-flight): 1234" in markdown(report)

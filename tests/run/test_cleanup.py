@@ -222,3 +222,23 @@ def test_harness_run_closes_crashed_runs_before_it_starts(
     assert f"{crashed}: crashed" in result.stdout
     assert _manifest(crashed)["status"] == "crashed"
     assert len(list((results / "short").iterdir())) == 2  # and the new run's folder
+
+
+def test_a_stale_engine_socket_is_a_run_error_and_leaks_no_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import warnings
+
+    from harness.run.target_docker import connect
+
+    stale = tmp_path / "docker.sock"  # a socket file nobody listens on: an Engine that died
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bound:
+        bound.bind(str(stale))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{stale}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RunError, match=f"no Docker Engine answers at unix://{stale}"):
+            connect(timeout_s=2)
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught

@@ -252,3 +252,27 @@ def test_adjacent_phases_with_decimal_times_do_not_overlap() -> None:
         "    - {name: b, start: 9.626, duration: 1, fault: {type: healthy}}\n",
     )
     assert [p.name for p in load_scenario_text(text).scenario.pg.phases] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [("0", "greater than or equal to 1"), ("100001", "less than or equal to 100000"),
+     ("1.5", "integer"), ("lots", "integer")],
+)  # fmt: skip
+def test_max_in_flight_is_a_count_within_its_bound(value: str, fragment: str) -> None:
+    text = BASE.replace("rate: 5, body", f"rate: 5, max-in-flight: {value}, body")
+    _refused(text, "traffic.payments.max-in-flight", fragment)
+
+
+def test_max_in_flight_reaches_the_plan_and_splits_over_workers() -> None:
+    scenario = load_scenario_text(
+        BASE.replace("rate: 5, body", "rate: 5, max-in-flight: 7, body"), "s.yaml"
+    ).scenario
+    assert scenario.traffic["payments"].max_in_flight == 7
+    assert scenario.traffic["products"].max_in_flight is None
+    ep = EndpointPlan("GET", "/", 5.0, 1.0, max_in_flight=7)
+    assert [ep.in_flight_limit(k, 3) for k in range(3)] == [3, 2, 2]
+    assert ep.in_flight_limit(0, 1) == 7
+    assert [EndpointPlan("GET", "/", 5.0, 1.0, max_in_flight=2).in_flight_limit(k, 3)
+            for k in range(3)] == [1, 1, 1]  # fmt: skip
+    assert EndpointPlan("GET", "/", 5.0, 1.0).in_flight_limit(0, 2) is None

@@ -72,6 +72,11 @@ def test_short_seed_000_gates_pass_and_fail_without_the_breaker(tmp_path: Path) 
     report = json.loads((run_dir / "report.json").read_text())
     assert report["builds"]["after"]["breaker"]["blocked_total"] > 0
     assert report["builds"]["before"]["workers"]["busy_max_fault"] == 16
+    # the cap on open payments: before's queue reaches it and drops, after's never does
+    before_payments = report["builds"]["before"]["endpoints"]["payments"]
+    after_payments = report["builds"]["after"]["endpoints"]["payments"]
+    assert before_payments["dropped"] > 0 and after_payments["dropped"] == 0
+    assert before_payments["requests"] + before_payments["dropped"] == after_payments["requests"]
     assert_nothing_left(run_dir)
 
     # 2. Mutation: the key gates with the breakerless build in place of `after`.

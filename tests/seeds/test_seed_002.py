@@ -1,8 +1,8 @@
 """Seed 002 through the real ``harness run``: its claims hold, and fail with the mechanism gone.
 
 ``scenarios/ci/seeds/002-retry-fallback-short.yaml`` is the full scenario at CI scale:
-four shop builds (one of them three shops behind nginx) against a gateway that is flaky
-for 4 s, then down for 5 s. Its gates are the seed's claims and must all pass.
+five shop builds (three shops behind nginx, and one behind the same nginx) against a
+gateway that is flaky for 4 s, then down for 5 s. Its gates are the seed's claims and must all pass.
 
 The mutation check needs no second run: each mechanism taken away gives a build the
 scenario already has, so the key gates are read again with the build swapped for it:
@@ -11,7 +11,8 @@ scenario already has, so the key gates are read again with the build swapped for
   never retries;
 * ``breaker-outside`` with Retry moved outside the breaker is ``cb-correct``: every attempt
   fills the window, so it opens in the flaky phase;
-* ``replicas-3`` with one replica is ``cb-correct``: one breaker, no more gateway calls.
+* ``replicas-3`` with one replica is ``replicas-1`` (a build only this check reads): one
+  breaker behind the same load balancer, no more gateway calls than ``cb-correct``.
 
 Each must then fail with a measured figure (a JUnit ``failure``, not an ``error`` for a
 figure that is missing): the gates are able to fail. :func:`test_swaps_are_the_mutations`
@@ -41,7 +42,7 @@ SWAPPED = {
     "cb-correct.pg.retries > 0": "cb-wrong.pg.retries > 0",
     "breaker-outside.breaker.open_pct[flaky] <= 5": "cb-correct.breaker.open_pct[flaky] <= 5",
     "replicas-3.pg.calls[outage] >= 2 * cb-correct.pg.calls[outage]": (
-        "cb-correct.pg.calls[outage] >= 2 * cb-correct.pg.calls[outage]"
+        "replicas-1.pg.calls[outage] >= 2 * cb-correct.pg.calls[outage]"
     ),
 }
 
@@ -70,7 +71,10 @@ def test_swaps_are_the_mutations() -> None:
     assert retry_outside == builds["cb-correct"]
 
     one = copy.deepcopy(builds["replicas-3"])
-    assert one.pop("replicas") == 3
+    assert one["replicas"] == 3
+    one["replicas"] = 1
+    assert one == builds["replicas-1"]
+    del one["replicas"]
     assert one == builds["cb-correct"]
 
 
