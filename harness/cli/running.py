@@ -48,7 +48,9 @@ class _ProgressView:
 
     def progress(self, p: Progress) -> None:
         rates = "  ".join(
-            f"{ep} {p.achieved_rps[ep]:.1f}/{p.offered_rps[ep]:g} rps" for ep in p.offered_rps
+            f"{ep} {p.achieved_rps[ep]:.1f}/{p.offered_rps[ep]:g} rps"
+            + (f" ({p.dropped[ep]} dropped)" if p.dropped.get(ep) else "")
+            for ep in p.offered_rps
         )
         busy = "-" if p.busy_workers is None else f"{p.busy_workers:.0f}"
         pool = "-" if p.max_workers is None else f"{p.max_workers:.0f}"

@@ -253,9 +253,9 @@ class Coordinator:
 
     def progress(self) -> None:
         summaries = {str(k): w.summary() for k, w in sorted(self.workers.items())}
-        total: dict[str, dict[str, int]] = {"sent": {}, "done": {}}
+        total: dict[str, dict[str, int]] = {"sent": {}, "done": {}, "dropped": {}}
         for s in summaries.values():
-            for key in ("sent", "done"):
+            for key in ("sent", "done", "dropped"):
                 for name, n in s[key].items():
                     total[key][name] = total[key].get(name, 0) + int(n)
         atomic_json(

@@ -26,6 +26,8 @@ class Progress:
     state: str
     offered_rps: dict[str, float]
     achieved_rps: dict[str, float]
+    dropped: dict[str, int]
+    """Requests not sent so far (``max-in-flight``), per endpoint that dropped any."""
     busy_workers: float | None
     max_workers: float | None
     breaker_state: str | None

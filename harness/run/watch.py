@@ -104,6 +104,7 @@ def _progress(
             for ep, e in plan.endpoints.items()
         },
         achieved_rps=achieved,
+        dropped={ep: int(n) for ep, n in now.get("dropped", {}).items() if n},
         busy_workers=_latest(scraper, preset.busy_workers),
         max_workers=_latest(scraper, preset.max_workers),
         breaker_state=_breaker_now(scraper, preset),

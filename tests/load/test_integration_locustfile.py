@@ -143,6 +143,7 @@ def test_max_in_flight_drops_what_finds_the_cap_full_and_counts_it_apart(tmp_pat
     assert {r["error"] for r in sent} == {"TimeoutError"}
     assert 3 <= len(sent) <= 15 and len(sent) + len(dropped) == 80
     assert all(r["end"] == "" and r["status"] == "0" for r in dropped)
+    assert read_progress(Path(plan.progress_path))["dropped"] == {"capped": len(dropped)}
     # never more than 3 open at once: every start sees fewer than 3 others still open
     spans = [(float(r["actual_start"]), float(r["end"])) for r in sent]
     for start, _ in spans:
