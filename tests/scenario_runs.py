@@ -9,6 +9,7 @@ import json
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import ROOT, harness_cmd, leftover_processes
 
@@ -18,6 +19,22 @@ def run_harness(args: list[str], timeout: float = 300) -> subprocess.CompletedPr
     return subprocess.run(
         harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+def run_with_passing_gates(
+    scenario: Path, tmp_path: Path, min_gates: int, timeout: float = 300
+) -> tuple[Path, dict[str, Any]]:
+    """``harness run SCENARIO`` into ``tmp_path``: it must exit 0 with at least ``min_gates``
+    gates, every one passing. The run folder and its ``report.json``."""
+    results, junit = tmp_path / "results", tmp_path / "gates.xml"
+    done = run_harness(
+        ["run", str(scenario), "--results", str(results), "--junit", str(junit)], timeout
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    run_dir = only_run(results)
+    verdicts = junit_verdicts(junit)
+    assert len(verdicts) >= min_gates and set(verdicts.values()) == {"pass"}, verdicts
+    return run_dir, json.loads((run_dir / "report.json").read_text())
 
 
 def only_run(results: Path) -> Path:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,8 +21,8 @@ import pytest
 
 from harness.analysis.endpoints import endpoint_stats
 from harness.load.plan import DROPPED, EndpointPlan, LoadPlan, idempotency_key
-from harness.run.loadgen import locust_argv, read_progress
-from tests.conftest import ROOT
+from harness.run.loadgen import read_progress
+from tests.load.locust_process import go_when_ready, start_locust
 
 pytestmark = pytest.mark.integration
 
@@ -52,21 +50,9 @@ def _run_plan(tmp_path: Path, endpoints: dict[str, EndpointPlan], duration_s: fl
             progress_path=str(tmp_path / "progress.json"),
             go_path=str(tmp_path / "go.json"),
         )
-        plan.write(tmp_path / "plan.json")
-        with open(tmp_path / "load.log", "wb") as out:
-            proc = subprocess.Popen(
-                locust_argv(plan),
-                cwd=ROOT,
-                env={**os.environ, "HARNESS_LOAD_PLAN": str(tmp_path / "plan.json")},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        proc = start_locust(plan, tmp_path)
         try:
-            deadline = time.monotonic() + 60
-            while read_progress(Path(plan.progress_path)).get("state") != "ready":
-                assert proc.poll() is None and time.monotonic() < deadline, "never got ready"
-                time.sleep(0.05)
-            (tmp_path / "go.json").write_text(json.dumps({"start_at": time.time() + 0.2}))
+            go_when_ready(proc, plan)
             code = proc.wait(timeout=60)
         finally:
             if proc.poll() is None:

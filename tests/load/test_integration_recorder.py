@@ -8,19 +8,16 @@ code 3 and the reason in progress.json, not send the whole schedule unrecorded.
 
 from __future__ import annotations
 
-import json
-import os
 import resource
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from harness.load.plan import EndpointPlan, LoadPlan
-from harness.run.loadgen import locust_argv, read_progress
-from tests.conftest import ROOT
+from harness.run.loadgen import read_progress
+from tests.load.locust_process import go_when_ready, start_locust
 
 pytestmark = pytest.mark.integration
 
@@ -43,22 +40,10 @@ def test_locust_stops_with_exit_3_when_its_samples_cannot_be_written(tmp_path: P
         progress_path=str(tmp_path / "progress.json"),
         go_path=str(tmp_path / "go.json"),
     )
-    plan.write(tmp_path / "plan.json")
-    with open(tmp_path / "load.log", "wb") as log:
-        proc = subprocess.Popen(
-            locust_argv(plan),
-            cwd=ROOT,
-            env={**os.environ, "HARNESS_LOAD_PLAN": str(tmp_path / "plan.json")},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    proc = start_locust(plan, tmp_path)
     try:
         resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (20_000, 20_000))
-        deadline = time.monotonic() + 60
-        while read_progress(Path(plan.progress_path)).get("state") != "ready":
-            assert proc.poll() is None and time.monotonic() < deadline, "Locust never got ready"
-            time.sleep(0.05)
-        (tmp_path / "go.json").write_text(json.dumps({"start_at": time.time() + 0.2}))
+        go_when_ready(proc, plan)
         started = time.monotonic()
         code = proc.wait(timeout=30)
         stopped_after_s = time.monotonic() - started

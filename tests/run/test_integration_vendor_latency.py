@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
+from tests.scenario_runs import (
+    assert_nothing_left,
+    junit_verdicts,
+    only_run,
+    run_harness,
+    run_with_passing_gates,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -41,14 +47,7 @@ def test_short_vendor_latency_gates_pass_and_a_breakerless_after_fails(tmp_path:
     assert KEY_EXPR in SHORT.read_text(), "the key gate's text changed; update KEY_EXPR"
 
     # 1. The seed's claims hold: before saturates its cap and storms the vendor, after does not.
-    results = tmp_path / "results"
-    junit = tmp_path / "gates.xml"
-    done = run_harness(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = only_run(results)
-    verdicts = junit_verdicts(junit)
-    assert len(verdicts) >= 9 and set(verdicts.values()) == {"pass"}, verdicts
-    report = json.loads((run_dir / "report.json").read_text())
+    run_dir, report = run_with_passing_gates(SHORT, tmp_path, min_gates=9)
     after = report["builds"]["after"]
     assert after["breaker"]["blocked_total"] > 0  # opossum's event="reject", read by the preset
     assert report["builds"]["before"]["breaker"]["blocked_total"] is None  # no breaker: "-", not 0

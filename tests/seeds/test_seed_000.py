@@ -12,7 +12,6 @@ gates are known to be able to fail.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -23,7 +22,10 @@ from harness.gates.evaluate import evaluate
 from harness.scenario.gates import parse_gate
 from harness.scenario.loader import load_scenario
 from tests.conftest import ROOT
-from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
+from tests.scenario_runs import (
+    assert_nothing_left,
+    run_with_passing_gates,
+)
 
 SHORT = ROOT / "scenarios" / "ci" / "seeds" / "000-pg-timeout-short.yaml"
 FULL = ROOT / "scenarios" / "seeds" / "000-pg-timeout.yaml"
@@ -63,13 +65,7 @@ def test_the_seed_000_builds_keep_the_seeds_own_settings(path: Path) -> None:
 @pytest.mark.integration
 def test_short_seed_000_gates_pass_and_fail_without_the_breaker(tmp_path: Path) -> None:
     # 1. The seed's claims hold at CI scale.
-    results, junit = tmp_path / "results", tmp_path / "gates.xml"
-    done = run_harness(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = only_run(results)
-    verdicts = junit_verdicts(junit)
-    assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
-    report = json.loads((run_dir / "report.json").read_text())
+    run_dir, report = run_with_passing_gates(SHORT, tmp_path, min_gates=7)
     assert report["builds"]["after"]["breaker"]["blocked_total"] > 0
     assert report["builds"]["before"]["workers"]["busy_max_fault"] == 16
     # the cap on open payments: before's queue reaches it and drops, after's never does

@@ -22,7 +22,6 @@ checks that each swapped-in build is the mutated one, setting for setting.
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,12 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
+from tests.scenario_runs import (
+    assert_nothing_left,
+    junit_verdicts,
+    run_harness,
+    run_with_passing_gates,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -81,14 +85,8 @@ def test_swaps_are_the_mutations() -> None:
 @needs_nginx
 def test_short_seed_002_gates_pass_and_fail_without_the_mechanism(tmp_path: Path) -> None:
     # 1. The seed's claims hold.
-    results = tmp_path / "results"
-    junit = tmp_path / "gates.xml"
-    done = run_harness(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = only_run(results)
-    verdicts = junit_verdicts(junit)
-    assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
-    builds = json.loads((run_dir / "report.json").read_text())["builds"]
+    run_dir, report = run_with_passing_gates(SHORT, tmp_path, min_gates=7)
+    builds = report["builds"]
     assert builds["cb-wrong"]["pg"]["retries"] == 0
     assert builds["cb-correct"]["pg"]["retries"] > 0
     replicas = builds["replicas-3"]["replicas"]

@@ -12,11 +12,9 @@ measured figures: the gates are known to be able to fail.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,10 @@ from harness.gates.evaluate import evaluate
 from harness.scenario.gates import parse_gate
 from harness.scenario.loader import load_scenario
 from tests.conftest import ROOT
-from tests.scenario_runs import assert_nothing_left, junit_verdicts, only_run, run_harness
+from tests.scenario_runs import (
+    assert_nothing_left,
+    run_with_passing_gates,
+)
 
 SHORT = ROOT / "scenarios" / "ci" / "seeds" / "003-scale-out-short.yaml"
 FULL = ROOT / "scenarios" / "seeds" / "003-scale-out.yaml"
@@ -41,10 +42,6 @@ NGINX = shutil.which("nginx", path=os.pathsep.join([os.environ.get("PATH", ""), 
 needs_nginx = pytest.mark.skipif(
     NGINX is None, reason="nginx is not installed (apt-get install nginx-light; .ci/run does)"
 )
-
-
-def _run(args: list[str], timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return run_harness(args, timeout)
 
 
 @pytest.mark.parametrize("path", [FULL, SHORT], ids=["full", "short"])
@@ -68,13 +65,7 @@ def test_short_seed_003_gates_pass_and_fail_without_replicas_or_separation(
     tmp_path: Path,
 ) -> None:
     # 1. The seed's claims hold at CI scale.
-    results, junit = tmp_path / "results", tmp_path / "gates.xml"
-    done = _run(["run", str(SHORT), "--results", str(results), "--junit", str(junit)])
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    run_dir = only_run(results)
-    verdicts = junit_verdicts(junit)
-    assert len(verdicts) >= 7 and set(verdicts.values()) == {"pass"}, verdicts
-    report = json.loads((run_dir / "report.json").read_text())
+    run_dir, report = run_with_passing_gates(SHORT, tmp_path, min_gates=7, timeout=400)
     assert report["builds"]["two"]["workers"]["max_workers"] == 12  # 2 shops x 6, summed
     assert len(report["builds"]["two"]["replicas"]) == 2
     assert_nothing_left(run_dir)
