@@ -47,8 +47,11 @@ class Setting:
     read_timeout: float
     breaker: bool
     wait: float = 0.1
+    """Retry's wait between attempts."""
     work: float = 0.0
+    """Seconds a payment holds its thread before it calls the PG (besides any DB pool)."""
     cap: int = 0
+    """Payments in flight at most (k6's maxVUs); 0: no cap."""
     retry_refused: bool = False
     threads: int = 200
     baseline: float = 10.0
@@ -196,7 +199,7 @@ def simulate(s: Setting) -> dict[str, float]:
             elif then[0] == "done":
                 at(t, "done", request)
             else:
-                at(t, "attempt", (request, then[1]))
+                at(t + s.work, "attempt", (request, then[1]))
         else:  # done
             if data[0] == "read":
                 if outage(data[1]):
