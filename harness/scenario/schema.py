@@ -348,7 +348,8 @@ def _gate_tag(value: Any) -> str:
 
 
 GateItem = Annotated[
-    Annotated[str, Tag("<text>")] | Annotated[GateSpec, Tag("<spec>")],
+    # The text is a spec's ``expr``: the same bound, checked here, where the error is located.
+    Annotated[str, Field(min_length=3), Tag("<text>")] | Annotated[GateSpec, Tag("<spec>")],
     Discriminator(_gate_tag),
 ]
 """One entry of ``gates:``: ``"a.b <= 1"`` or ``{name: ..., expr: ..., seed: ...}``."""

@@ -276,3 +276,9 @@ def test_max_in_flight_reaches_the_plan_and_splits_over_workers() -> None:
     assert [EndpointPlan("GET", "/", 5.0, 1.0, max_in_flight=2).in_flight_limit(k, 3)
             for k in range(3)] == [1, 1, 1]  # fmt: skip
     assert EndpointPlan("GET", "/", 5.0, 1.0).in_flight_limit(0, 2) is None
+
+
+@pytest.mark.parametrize("text", ['""', "ab"])
+def test_a_bare_gate_too_short_to_be_one_is_refused_at_its_line(text: str) -> None:
+    # found by tests/hostile/test_property.py: it passed validation, then crashed gate_specs()
+    _refused(BASE + f"gates:\n  - {text}\n", "gates.0", "at least 3 characters")
