@@ -193,6 +193,22 @@ class PgClientSettings(StrictModel):
     read_timeout: Duration = Field(3.0, gt=0, le=MAX_TIMEOUT_S)
 
 
+class DbPoolSettings(StrictModel):
+    """The shop's database connection pool (Spring's ``spring.datasource.hikari.*`` names).
+
+    Every statement checks out a connection and holds it ``query-time``; a request
+    that finds none free waits its turn, first come first served, for at most
+    ``connection-timeout`` (then 503)."""
+
+    maximum_pool_size: int = Field(10, ge=1, le=2000, description="connections (Hikari: 10)")
+    connection_timeout: Duration = Field(
+        30.0, gt=0, le=MAX_TIMEOUT_S, description="longest wait for a connection (Hikari: 30 s)"
+    )
+    query_time: Duration = Field(
+        0.0, ge=0, le=MAX_TIMEOUT_S, description="how long one statement holds its connection"
+    )
+
+
 class RetrySettings(StrictModel):
     """Resilience4j ``resilience4j.retry.instances.<name>`` properties."""
 
@@ -272,6 +288,9 @@ class ShopBuild(StrictModel):
         "and breaker; 1: the shop alone, no load balancer",
     )
     pg_client: PgClientSettings = Field(default_factory=PgClientSettings)
+    db_pool: DbPoolSettings | None = Field(
+        None, description="a bounded DB connection pool shared by every request; none: no pool"
+    )
     resilience4j: Resilience4j = Field(default_factory=Resilience4j)
     resilience: Composition = Field(
         None, description="the layers, outermost first; default: Resilience4j's aspect order"

@@ -27,6 +27,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from targets.shop.catalogue import CatalogueService, DetailResult
 from targets.shop.config import ShopConfig
 from targets.shop.db import Store
+from targets.shop.dbpool import ConnectionPool, PoolTimeoutError
 from targets.shop.metrics import WorkerGauge, make_registry
 from targets.shop.payments import PaymentService
 from targets.shop.pg_client import PgClient
@@ -64,19 +65,23 @@ class ShopApp:
     def __init__(self, config: ShopConfig, client: PgClient | None = None) -> None:
         """``client``: the gateway client to use instead of one built from ``config``."""
         self.config = config
-        self.store = Store(config.db_path, config.products)
+        self.pool = ConnectionPool(config.db_pool) if config.db_pool is not None else None
+        self.store = Store(config.db_path, config.products, self.pool)
         self.client = client or PgClient(
             config.pg_url, config.connect_timeout_s, config.read_timeout_s, config.workers
         )
         self.service = PaymentService(config, self.store, self.client)
         self.catalogue = CatalogueService(self.service, self.client)
         self.workers = WorkerGauge(config.workers)
-        self.registry: CollectorRegistry = make_registry(self.service, self.workers)
+        self.registry: CollectorRegistry = make_registry(self.service, self.workers, self.pool)
 
     def __call__(self, environ: Environ, start: StartResponse) -> Iterable[bytes]:
         self.workers.enter()
         try:
             return self._route(environ, start)
+        except PoolTimeoutError as exc:
+            # Hikari's SQLTransientConnectionException: Spring answers it with a 5xx.
+            return _json(start, 503, {"error": str(exc)}, {"X-Outcome": "db_pool_timeout"})
         finally:
             self.workers.leave()
 

@@ -14,6 +14,7 @@ where to listen and which gateway to call::
                       "thread-pool-bulkhead": null, "timelimiter": null,
                       "fallback": null},
      "resilience": ["retry", "circuit-breaker", "bulkhead"],
+     "db-pool": {"maximum-pool-size": 8, "connection-timeout": 30.0, "query-time": 0.06},
      "pg-url": "http://127.0.0.1:41234", "listen-fd": 5, "metrics-fd": 6,
      "db-path": "results/.../shop.sqlite"}
 
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from targets.shop.dbpool import DbPoolConfig
 from targets.shop.resilience import (
     BulkheadConfig,
     CircuitBreakerConfig,
@@ -95,6 +97,8 @@ class ShopConfig:
     """Fallbacks by the layer they are attached to; ``OUTERMOST``: around everything."""
     resilience: tuple[str, ...] | None = None
     """The composition as given, outermost first; None: Resilience4j's default order."""
+    db_pool: DbPoolConfig | None = None
+    """The pool every statement checks a connection out of; None: no pool, no waiting."""
     db_path: str = ":memory:"
     products: int = 1000
     listen_fd: int | None = None
@@ -143,6 +147,7 @@ class ShopConfig:
         data.pop("target", None)  # which kind of target the harness started: this one
         blocks = dict(data.pop("resilience4j", None) or {})
         client = data.pop("pg-client", None) or {}  # its timeouts are the shop's own fields
+        pool = data.pop("db-pool", None)
         unknown = sorted(set(blocks) - set(BLOCKS) - {"fallback"})
         if unknown:
             raise ValueError(f"resilience4j: unknown block {unknown[0]!r}")
@@ -172,6 +177,7 @@ class ShopConfig:
             retry=_build(RetryConfig, settings.get("retry") or {}),
             circuitbreaker=_breaker(cb) if cb is not None else None,
             fallbacks=fallbacks,
+            db_pool=_build(DbPoolConfig, pool) if pool is not None else None,
             **{
                 name.replace("-", "_"): _build(config, settings[name])
                 for name, config in optional.items()

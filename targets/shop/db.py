@@ -1,4 +1,11 @@
-"""SQLite storage: products to read, payments to record. One connection per request thread."""
+"""SQLite storage: products to read, payments to record. One connection per request thread.
+
+With a ``db-pool`` (``targets.shop.dbpool``) every statement first checks out one
+of the pool's connections and holds it for the pool's query time, as a Spring
+service's repository calls do under HikariCP: a product read is one statement,
+a payment two before its gateway call (is the key known? record it PENDING)
+and one after (its outcome).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,9 @@ import sqlite3
 import threading
 import time
 import uuid
+from contextlib import AbstractContextManager, nullcontext
+
+from targets.shop.dbpool import ConnectionPool
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS products (
@@ -21,7 +31,8 @@ CREATE TABLE IF NOT EXISTS payments (
 class Store:
     """Thread-local SQLite connections over one database file (WAL, so reads never wait)."""
 
-    def __init__(self, path: str, products: int) -> None:
+    def __init__(self, path: str, products: int, pool: ConnectionPool | None = None) -> None:
+        self.pool = pool
         # A shared-cache in-memory database lets every thread see the same data.
         self.uri = (
             f"file:shop-{uuid.uuid4().hex}?mode=memory&cache=shared"
@@ -54,33 +65,57 @@ class Store:
             self._local.conn = conn
         return conn
 
+    def _statement(self) -> AbstractContextManager[None]:
+        """One statement's hold on a pooled connection (nothing without a pool)."""
+        return self.pool.connection() if self.pool is not None else nullcontext()
+
     def product(self, product_id: int) -> dict[str, object] | None:
-        row = self.conn.execute(
-            "SELECT id, name, price, stock FROM products WHERE id = ?", (product_id,)
-        ).fetchone()
+        with self._statement():
+            row = self.conn.execute(
+                "SELECT id, name, price, stock FROM products WHERE id = ?", (product_id,)
+            ).fetchone()
         return dict(row) if row else None
 
     def create_payment(self, key: str, amount: int) -> str:
-        """Insert a PENDING payment, or return the existing one's id for a repeated key."""
+        """Insert a PENDING payment, or return the existing one's id for a repeated key.
+
+        Two statements, as a repository's ``findByIdempotencyKey`` then ``save``; the
+        key's UNIQUE constraint settles two requests that race between them."""
+        existing = self._payment_id(key)
+        if existing is not None:
+            return existing
         now = time.time()
         payment_id = uuid.uuid4().hex
-        with self.conn as c:
-            row = c.execute("SELECT id FROM payments WHERE idempotency_key = ?", (key,)).fetchone()
-            if row:
-                return str(row[0])
-            c.execute(
-                "INSERT INTO payments VALUES (?, ?, ?, 'PENDING', NULL, ?, ?)",
-                (payment_id, key, amount, now, now),
-            )
+        try:
+            with self._statement(), self.conn as c:
+                c.execute(
+                    "INSERT INTO payments VALUES (?, ?, ?, 'PENDING', NULL, ?, ?)",
+                    (payment_id, key, amount, now, now),
+                )
+        except sqlite3.IntegrityError:
+            raced = self._payment_id(key)
+            if raced is None:
+                raise
+            return raced
         return payment_id
 
+    def _payment_id(self, key: str) -> str | None:
+        with self._statement():
+            row = self.conn.execute(
+                "SELECT id FROM payments WHERE idempotency_key = ?", (key,)
+            ).fetchone()
+        return str(row[0]) if row else None
+
     def finish_payment(self, payment_id: str, status: str, reason: str | None) -> None:
-        with self.conn as c:
+        with self._statement(), self.conn as c:
             c.execute(
                 "UPDATE payments SET status = ?, reason = ?, updated_at = ? WHERE id = ?",
                 (status, reason, time.time(), payment_id),
             )
 
     def payments_by_status(self) -> dict[str, int]:
-        rows = self.conn.execute("SELECT status, COUNT(*) FROM payments GROUP BY status")
+        with self._statement():
+            rows = self.conn.execute(
+                "SELECT status, COUNT(*) FROM payments GROUP BY status"
+            ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}

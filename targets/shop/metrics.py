@@ -8,8 +8,10 @@ series (closed and open only: it has no half-open). Fallbacks have no
 Micrometer series; theirs are ``shop_fallback_calls_total{layer,kind}``
 (answers given; a cached fallback's are its cached answers) and
 ``shop_fallback_cache_misses_total{layer}`` (errors a cached fallback had no
-fresh answer for). Values are read from the live objects at scrape time, so
-there is no second bookkeeping.
+fresh answer for). A build's ``db-pool`` has HikariCP's Micrometer series
+(``hikaricp_connections_active/idle/pending/max``, ``..._timeout_total``,
+``..._acquire_seconds``, ``..._usage_seconds``). Values are read from the live
+objects at scrape time, so there is no second bookkeeping.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from targets.shop.dbpool import POOL_NAME, ConnectionPool
 from targets.shop.payments import BREAKER_NAME, PaymentService
 from targets.shop.resilience import CallKind
 
@@ -54,9 +57,12 @@ class WorkerGauge:
 class ShopCollector(Collector):
     """Builds every shop series from the service's counters on each scrape."""
 
-    def __init__(self, service: PaymentService, workers: WorkerGauge) -> None:
+    def __init__(
+        self, service: PaymentService, workers: WorkerGauge, pool: ConnectionPool | None = None
+    ) -> None:
         self.service = service
         self.workers = workers
+        self.pool = pool
 
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(
@@ -107,6 +113,37 @@ class ShopCollector(Collector):
         yield timed
 
         yield from self._layers()
+        yield from self._pool()
+
+    def _pool(self) -> Iterator[Metric]:
+        """HikariCP's series, when the build has a DB pool."""
+        if self.pool is None:
+            return
+        stats = self.pool.stats()
+        yield from _gauges(
+            "hikaricp_connections_",
+            ("pool", POOL_NAME),
+            ("active", stats.active, "Connections in use"),
+            ("idle", stats.idle, "Connections free"),
+            ("pending", stats.pending, "Threads waiting for a connection"),
+            ("max", stats.max, "Connections in the pool"),
+        )
+        timeouts = CounterMetricFamily(
+            "hikaricp_connections_timeout",
+            "Threads that waited connection-timeout and got no connection",
+            labels=["pool"],
+        )
+        timeouts.add_metric([POOL_NAME], stats.timeouts)
+        yield timeouts
+        for name, count, total, help_text in (
+            ("acquire", stats.acquired, stats.acquire_seconds, "Waits for a connection"),
+            ("usage", stats.released, stats.usage_seconds, "Holds of a connection"),
+        ):
+            summary = SummaryMetricFamily(
+                f"hikaricp_connections_{name}_seconds", help_text, labels=["pool"]
+            )
+            summary.add_metric([POOL_NAME], count_value=count, sum_value=total)
+            yield summary
 
     def _layers(self) -> Iterator[Metric]:
         """The series of the layers the composition has."""
@@ -114,7 +151,9 @@ class ShopCollector(Collector):
         yield from self._breaker()
         if svc.bulkhead is not None:
             bulkhead = svc.bulkhead.metrics()
-            for name, value, help_text in (
+            yield from _gauges(
+                "resilience4j_bulkhead_",
+                ("name", svc.bulkhead.name),
                 (
                     "available_concurrent_calls",
                     bulkhead.available_concurrent_calls,
@@ -125,27 +164,19 @@ class ShopCollector(Collector):
                     bulkhead.max_allowed_concurrent_calls,
                     "Permits the bulkhead has in all",
                 ),
-            ):
-                gauge = GaugeMetricFamily(
-                    f"resilience4j_bulkhead_{name}", help_text, labels=["name"]
-                )
-                gauge.add_metric([svc.bulkhead.name], value)
-                yield gauge
+            )
         if svc.thread_pool_bulkhead is not None:
             pool = svc.thread_pool_bulkhead.metrics()
-            for name, value, help_text in (
+            yield from _gauges(
+                "resilience4j_bulkhead_",
+                ("name", svc.thread_pool_bulkhead.name),
                 ("thread_pool_size", pool.thread_pool_size, "Threads in the bulkhead's pool"),
                 ("core_thread_pool_size", pool.core_thread_pool_size, "Core threads of the pool"),
                 ("max_thread_pool_size", pool.max_thread_pool_size, "Most threads of the pool"),
                 ("active_thread_count", pool.active_thread_count, "Threads running a call"),
                 ("queue_depth", pool.queue_depth, "Calls waiting in the bulkhead's queue"),
                 ("queue_capacity", pool.queue_capacity, "Size of the bulkhead's queue"),
-            ):
-                gauge = GaugeMetricFamily(
-                    f"resilience4j_bulkhead_{name}", help_text, labels=["name"]
-                )
-                gauge.add_metric([svc.thread_pool_bulkhead.name], value)
-                yield gauge
+            )
         refused = [
             (layer.name, kind, layer.metrics().rejected_calls)
             for layer, kind in (
@@ -222,7 +253,17 @@ class ShopCollector(Collector):
         yield rate
 
 
-def make_registry(service: PaymentService, workers: WorkerGauge) -> CollectorRegistry:
+def _gauges(prefix: str, label: tuple[str, str], *rows: tuple[str, float, str]) -> Iterator[Metric]:
+    """One gauge per (name, value, help) row, each with the one ``label`` (name, value)."""
+    for name, value, help_text in rows:
+        gauge = GaugeMetricFamily(f"{prefix}{name}", help_text, labels=[label[0]])
+        gauge.add_metric([label[1]], value)
+        yield gauge
+
+
+def make_registry(
+    service: PaymentService, workers: WorkerGauge, pool: ConnectionPool | None = None
+) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ShopCollector(service, workers))
+    registry.register(ShopCollector(service, workers, pool))
     return registry

@@ -66,11 +66,12 @@ def test_no_searched_setting_gives_the_seeds_after_p95_and_p99(model: ModuleType
 def test_a_db_pool_shared_with_the_reads_reaches_the_seeds_after_figures(
     model: ModuleType,
 ) -> None:
-    # The finding the scenario's comments report: what the shop lacks for the seed's p95.
-    after = model.Setting(9.0, breaker=True, cap=370, db_pool=8, db_op=0.05)
+    # The finding the scenario's `db-pool` rests on (8 connections x 60 ms, 9 s).
+    after = model.Setting(9.0, breaker=True, cap=370, db_pool=8, db_op=0.06)
     assert model.hit(model.simulate(after))
     # ... the pool is what does it: the same setting without it is the single early spell
     assert not model.hit(model.simulate(dataclasses.replace(after, db_pool=0)))
     # ... and `before` with the same pool at its own 4 s stays on the seed's figure
-    before = model.simulate(model.Setting(4.0, breaker=False, cap=370, db_pool=8, db_op=0.05))
+    before = model.simulate(model.Setting(4.0, breaker=False, cap=370, db_pool=8, db_op=0.06))
     assert 0.7 * 7.21 <= before["p95"] <= 1.3 * 7.21
+    assert 0.7 * 7.75 <= before["p99"] <= 1.3 * 7.75

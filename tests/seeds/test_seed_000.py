@@ -59,7 +59,14 @@ def test_the_seed_000_builds_keep_the_seeds_own_settings(path: Path) -> None:
     # The builds differ by the breaker alone ("두 테스트에 동일한 부하와 자원 설정").
     assert before["pg-client"] == after["pg-client"]
     assert before["workers"] == after["workers"]
+    assert before.get("db-pool") == after.get("db-pool")
     assert before["resilience4j"]["retry"] == after["resilience4j"]["retry"]
+    if "after-long-timeout" in builds:
+        # the calibrated `after`: the same build but for its read timeout
+        longer = builds["after-long-timeout"]
+        assert longer["pg-client"]["read-timeout"] != after["pg-client"]["read-timeout"]
+        assert {**longer, "pg-client": None} == {**after, "pg-client": None}
+        assert longer["pg-client"]["connect-timeout"] == after["pg-client"]["connect-timeout"]
 
 
 @pytest.mark.integration
