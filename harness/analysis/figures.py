@@ -177,30 +177,50 @@ class BuildSeries:
             "time_to_open_s": self.time_to_open(fs),
             "time_to_recover_s": self._time_to_recover(fe),
             "blocked_pct_healthy": self._blocked_pct_healthy(),
+            "endpoints_recover_s": {
+                name: self._endpoint_recovery(name, fs, fe) for name in self.scenario.traffic
+            },
         }
 
     def _gateway_samples(self) -> pd.DataFrame:
         names = self.gateway_endpoints or list(self.scenario.traffic)
         return self.samples[self.samples["endpoint"].isin(names)]
 
-    def _time_to_recover(
-        self, fault_end: float, threshold: float = 0.95, span_s: int = 5
-    ) -> float | None:
-        """Seconds from the fault's end until gateway requests succeed >= 95% over 5 s."""
+    def _after_fault(self, samples: pd.DataFrame, fault_end: float) -> pd.DataFrame:
+        """Samples intended from the fault's end to the end of the measured window."""
         horizon = self.t0 + self.scenario.duration
-        s = self._gateway_samples()
-        s = s[(s["intended_start"] >= fault_end) & (s["intended_start"] < horizon)]
-        if s.empty:
+        start = samples["intended_start"]
+        return samples[(start >= fault_end) & (start < horizon)]
+
+    def _time_to_recover(self, fault_end: float) -> float | None:
+        """Seconds from the fault's end until gateway requests succeed >= 95% over 5 s."""
+        s = self._after_fault(self._gateway_samples(), fault_end)
+        return _first_good_span(s, s["status"].between(200, 399), fault_end)
+
+    def _endpoint_recovery(self, name: str, fault_start: float, fault_end: float) -> float | None:
+        """Seconds from the fault's end until ``name`` is its healthy self again: >= 95 % of
+        its requests over 5 s answered (2xx/3xx) within twice its healthy p99 (at least
+        that + 10 ms, for scheduling jitter).
+
+        Healthy p99: its answered requests before the fault began. Unlike
+        ``time_to_recover`` (answers only), this sees a queue that still holds requests
+        for seconds after the gateway heals (seed 003's "recovery"). None without a
+        healthy time before the fault, or if it never came back.
+        """
+        samples = self.samples[self.samples["endpoint"] == name]
+        latency = samples["end"] - samples["intended_start"]
+        ok = samples["status"].between(200, 399)
+        start = samples["intended_start"]
+        healthy = latency[ok & (start >= self.t0 - EPS_S) & (start < fault_start)].dropna()
+        if healthy.empty:
             return None
-        bins = np.floor(s["intended_start"].to_numpy() - fault_end).astype(int)
-        ok = s["status"].between(200, 399).to_numpy()
-        total = np.bincount(bins)
-        good = np.bincount(bins, weights=ok)
-        for first in range(len(total)):
-            n = total[first : first + span_s].sum()
-            if n and good[first : first + span_s].sum() / n >= threshold:
-                return float(first)
-        return None
+        p99 = float(np.percentile(healthy.to_numpy(), 99))
+        limit = max(2 * p99, p99 + 0.010)
+        after = self._after_fault(samples, fault_end)
+        good = after["status"].between(200, 399) & (
+            (after["end"] - after["intended_start"]) <= limit
+        )
+        return _first_good_span(after, good, fault_end)
 
     def _blocked_pct_healthy(self) -> float | None:
         """Share of gateway requests refused by the breaker while the gateway was healthy."""
@@ -214,6 +234,27 @@ class BuildSeries:
         if not n:
             return None
         return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
+
+
+def _first_good_span(
+    samples: pd.DataFrame,
+    good: pd.Series,
+    since: float,
+    threshold: float = 0.95,
+    span_s: int = 5,
+) -> float | None:
+    """The first whole second after ``since`` from which ``good`` holds for >= ``threshold``
+    of the samples intended over the next ``span_s`` seconds; None if none does."""
+    if samples.empty:
+        return None
+    bins = np.floor(samples["intended_start"].to_numpy() - since).astype(int)
+    total = np.bincount(bins)
+    passed = np.bincount(bins, weights=good.to_numpy(dtype=float))
+    for first in range(len(total)):
+        n = total[first : first + span_s].sum()
+        if n and passed[first : first + span_s].sum() / n >= threshold:
+            return float(first)
+    return None
 
 
 def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:

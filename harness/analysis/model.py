@@ -183,6 +183,9 @@ class Timeline(TypedDict):
     time_to_open_s: float | None
     time_to_recover_s: float | None
     blocked_pct_healthy: float | None
+    endpoints_recover_s: NotRequired[dict[str, float | None]]
+    """Per endpoint: seconds from the fault's end until it is back to its healthy self
+    (answers and latency); absent in reports written before it existed."""
 
 
 class Reconciliation(TypedDict):

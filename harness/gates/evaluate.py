@@ -16,6 +16,7 @@ from harness.analysis.model import Report
 from harness.scenario.gates import (
     BUSY_WORKER_FIGURES,
     ENDPOINT_FIGURES,
+    ENDPOINT_RECOVERY,
     LATENCY_FIGURES,
     REPLICA_AGGREGATES,
     TIMELINE_FIGURES,
@@ -47,6 +48,9 @@ def _lookup(build: Mapping[str, Any], path: tuple[str, ...], phase: str | None) 
     """
     window = build["phases"][phase] if phase else build
     head, rest = path[0], path[1:]
+    if head in build["endpoints"] and rest == (ENDPOINT_RECOVERY,) and not phase:
+        # absent from reports written before the figure existed: not measured
+        return build["timeline"].get("endpoints_recover_s", {}).get(head)
     if head in build["endpoints"] and len(rest) == 1:
         stats = window["endpoints"][head]
         stat = rest[0]

@@ -227,16 +227,26 @@ def _phase_section(report: Report) -> list[str]:
             rows.append(cells)
     header = ["phase", "build", *(f"{ep} p95 / p99" for ep in report["endpoints"])]
     header += ["busy p50", "blocked/s", "amplification"]
+    # Each endpoint's own recovery: absent in reports written before it (kept as they were).
+    measured = any("endpoints_recover_s" in b.get("timeline", {}) for b in builds.values())
+    back = list(report["endpoints"]) if measured else []
     timeline = [
         [
             b,
             fmt(t.get("time_to_open_s"), "s"),
             fmt(t.get("time_to_recover_s"), "s"),
+            *(fmt(t.get("endpoints_recover_s", {}).get(ep), "s") for ep in back),
             fmt(t.get("blocked_pct_healthy"), "%"),
         ]
         for b, t in ((b, builds[b].get("timeline", {})) for b in builds)
     ]
-    timeline_header = ["build", "time to open", "time to recover", "blocked while healthy"]
+    timeline_header = [
+        "build",
+        "time to open",
+        "time to recover",
+        *(f"{ep} back to healthy" for ep in back),
+        "blocked while healthy",
+    ]
     if any("opens" in b["breaker"] for b in builds.values()):  # absent in older reports
         timeline_header.append("breaker opens")
         for cells, b in zip(timeline, builds.values(), strict=True):

@@ -313,8 +313,18 @@ TIMELINE_FIGURES = {
     "blocked_pct_healthy": "blocked_pct_healthy",
 }
 """Figures of the whole run, never cut by phase: gate name -> key in the report's timeline."""
+ENDPOINT_RECOVERY = "time_to_recover"
+"""An endpoint's own recovery (``after.products.time_to_recover``): seconds from the
+fault's end until its answers and latency are back to healthy; whole run, not cut."""
 UNCUT_FIGURES = frozenset({*TIMELINE_FIGURES, "max_workers", "pg.retries"})
-"""Figures a ``[phase]`` cannot cut."""
+"""Figures a ``[phase]`` cannot cut (and every ``<endpoint>.time_to_recover``)."""
+
+
+def is_uncut(name: str) -> bool:
+    """Whether the figure ``name`` (without build and phase) is of the whole run only."""
+    return name in UNCUT_FIGURES or name.endswith(f".{ENDPOINT_RECOVERY}")
+
+
 REPLICA_FIGURES = (
     "breaker.open_pct",
     "breaker.opens",
@@ -330,7 +340,11 @@ REPLICA_FIGURES = (
 
 def figure_names(scenario: Scenario) -> list[str]:
     """Every figure a gate may name (without build and phase), for help and errors."""
-    names = [f"{ep}.{q}" for ep in scenario.traffic for q in LATENCY_FIGURES + ENDPOINT_FIGURES]
+    names = [
+        f"{ep}.{q}"
+        for ep in scenario.traffic
+        for q in (*LATENCY_FIGURES, *ENDPOINT_FIGURES, ENDPOINT_RECOVERY)
+    ]
     names += [f"busy_workers.{s}" for s in BUSY_WORKER_FIGURES] + ["max_workers"]
     names += ["blocked.total", "blocked.per_s", "breaker.open_pct", "breaker.opens"]
     names += ["pg.calls", "pg.amplification", "pg.retries", *TIMELINE_FIGURES]
@@ -361,7 +375,7 @@ def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) ->
             if metric.path[0] == "replicas":
                 hint = " (a replica's figure: build.replicas.I.figure, I an index, min or max)"
             problems.append(f"unknown figure {name!r}{hint}; known: {_some(known)}")
-        elif metric.phase and name in UNCUT_FIGURES:
+        elif metric.phase and is_uncut(name):
             problems.append(f"figure {name!r} is not cut by phase; drop [{metric.phase}]")
     return problems
 
