@@ -204,7 +204,7 @@ class BuildSeries:
 
         Healthy p99: its answered requests before the fault began. Unlike
         ``time_to_recover`` (answers only), this sees a queue that still holds requests
-        for seconds after the gateway heals (seed 003's "recovery"). None without a
+        for seconds after the gateway heals (seed 000's retry-only reads). None without a
         healthy time before the fault, or if it never came back.
         """
         samples = self.samples[self.samples["endpoint"] == name]

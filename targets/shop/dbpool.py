@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from targets.shop.resilience._checks import require_int_at_least, require_seconds
+
 POOL_NAME = "HikariPool-1"
 """The ``pool`` label of the series: Hikari's default name for a service's first pool."""
 
@@ -51,12 +53,9 @@ class DbPoolConfig:
     """How long one statement holds its connection."""
 
     def __post_init__(self) -> None:
-        if self.maximum_pool_size < 1:
-            raise ValueError("db-pool: maximum-pool-size must be at least 1")
-        if self.connection_timeout_s <= 0:
-            raise ValueError("db-pool: connection-timeout must be positive")
-        if self.query_time_s < 0:
-            raise ValueError("db-pool: query-time must not be negative")
+        require_int_at_least("db-pool: maximum_pool_size", self.maximum_pool_size, 1)
+        require_seconds("db-pool: connection_timeout_s", self.connection_timeout_s, positive=True)
+        require_seconds("db-pool: query_time_s", self.query_time_s)
 
 
 @dataclass(frozen=True)

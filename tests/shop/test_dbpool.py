@@ -25,6 +25,22 @@ def _wait_for(check: object, timeout: float = 5.0) -> None:
         time.sleep(0.005)
 
 
+def _hold(pool: ConnectionPool) -> tuple[threading.Thread, threading.Event]:
+    """A thread that takes one of ``pool``'s connections and keeps it until the event is
+    set; returned once it holds the connection."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pool.connection():
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    return holder, release
+
+
 def test_never_more_connections_out_than_the_pool_has() -> None:
     pool = ConnectionPool(DbPoolConfig(maximum_pool_size=3, query_time_s=0.01))
     inside = 0
@@ -57,21 +73,12 @@ def test_never_more_connections_out_than_the_pool_has() -> None:
 def test_a_returned_connection_goes_to_the_longest_waiting_thread() -> None:
     pool = ConnectionPool(DbPoolConfig(maximum_pool_size=1, query_time_s=0.0))
     order: list[int] = []
-    holder = threading.Event()
-    release = threading.Event()
-
-    def hold() -> None:
-        with pool.connection():
-            holder.set()
-            release.wait(5)
 
     def statement(n: int) -> None:
         with pool.connection():
             order.append(n)
 
-    first = threading.Thread(target=hold)
-    first.start()
-    holder.wait(5)
+    first, release = _hold(pool)
     threads = []
     for n in range(6):
         t = threading.Thread(target=statement, args=(n,))
@@ -86,17 +93,7 @@ def test_a_returned_connection_goes_to_the_longest_waiting_thread() -> None:
 
 def test_a_thread_that_waits_past_connection_timeout_fails_and_leaves_the_queue() -> None:
     pool = ConnectionPool(DbPoolConfig(maximum_pool_size=1, connection_timeout_s=0.2))
-    release = threading.Event()
-    held = threading.Event()
-
-    def hold() -> None:
-        with pool.connection():
-            held.set()
-            release.wait(5)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(5)
+    holder, release = _hold(pool)
     with pytest.raises(PoolTimeoutError, match="request timed out after 200ms"), pool.connection():
         pass
     stats = pool.stats()

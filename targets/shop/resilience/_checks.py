@@ -1,4 +1,4 @@
-"""Setting checks both configs share, each naming the field it rejects."""
+"""Setting checks the shop's configs share, each naming the field it rejects."""
 
 from __future__ import annotations
 
@@ -9,6 +9,13 @@ def require_int_at_least(field_name: str, value: object, minimum: int) -> None:
     """Reject anything but an int >= ``minimum`` (``True`` is not a count)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{field_name} must be an integer >= {minimum}, got {value!r}")
+
+
+def require_seconds(field_name: str, value: float, *, positive: bool = False) -> None:
+    """Reject a negative duration, or zero too when ``positive`` (NaN either way)."""
+    if not (value > 0.0 if positive else value >= 0.0):
+        bound = ">" if positive else ">="
+        raise ValueError(f"{field_name} must be {bound} 0 seconds, got {value!r}")
 
 
 def exception_types(field_name: str, value: object) -> ExceptionTypes:

@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from targets.shop.resilience._checks import require_int_at_least
+from targets.shop.resilience._checks import require_int_at_least, require_seconds
 
 __all__ = [
     "Bulkhead",
@@ -49,11 +49,6 @@ class BulkheadFullError(Exception):
         super().__init__(f"Bulkhead '{name}' is full and does not permit further calls")
 
 
-def _require_seconds(field_name: str, value: float) -> None:
-    if not value >= 0.0:
-        raise ValueError(f"{field_name} must be >= 0 seconds, got {value!r}")
-
-
 # ---------------------------------------------------------------- semaphore
 
 
@@ -66,7 +61,7 @@ class BulkheadConfig:
 
     def __post_init__(self) -> None:
         require_int_at_least("max_concurrent_calls", self.max_concurrent_calls, 0)
-        _require_seconds("max_wait_duration_s", self.max_wait_duration_s)
+        require_seconds("max_wait_duration_s", self.max_wait_duration_s)
 
 
 @dataclass(frozen=True)
@@ -168,7 +163,7 @@ class ThreadPoolBulkheadConfig:
                 f"max_thread_pool_size ({max_size}) must be >= core_thread_pool_size ({core})"
             )
         require_int_at_least("queue_capacity", self.queue_capacity, 1)
-        _require_seconds("keep_alive_duration_s", self.keep_alive_duration_s)
+        require_seconds("keep_alive_duration_s", self.keep_alive_duration_s)
         object.__setattr__(self, "max_thread_pool_size", max_size)
         object.__setattr__(self, "core_thread_pool_size", core)
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from targets.shop.resilience._checks import ExceptionTypes, exception_types, require_int_at_least
+from targets.shop.resilience._checks import (
+    ExceptionTypes,
+    exception_types,
+    require_int_at_least,
+    require_seconds,
+)
 
 __all__ = ["CallKind", "CircuitBreakerConfig", "SlidingWindowType", "classify_error"]
 
@@ -74,9 +79,7 @@ class CircuitBreakerConfig:
             if not 0.0 < value <= 100.0:
                 raise ValueError(f"{field_name} must be in (0, 100] percent, got {value!r}")
         for field_name in ("slow_call_duration_threshold_s", "wait_duration_in_open_state_s"):
-            value = getattr(self, field_name)
-            if not value > 0.0:
-                raise ValueError(f"{field_name} must be > 0 seconds, got {value!r}")
+            require_seconds(field_name, getattr(self, field_name), positive=True)
         if not self.max_wait_duration_in_half_open_state_s >= 0.0:
             raise ValueError(
                 "max_wait_duration_in_half_open_state_s must be >= 0 seconds "

@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from targets.shop.resilience._checks import ExceptionTypes, exception_types
+from targets.shop.resilience._checks import ExceptionTypes, exception_types, require_seconds
 
 __all__ = ["Fallback", "FallbackAnswer", "FallbackConfig", "FallbackKind", "FallbackMetrics"]
 
@@ -54,8 +54,7 @@ class FallbackConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("error", "value", "cached"):
             raise ValueError(f"kind must be 'error', 'value' or 'cached', got {self.kind!r}")
-        if not self.ttl_s > 0.0:
-            raise ValueError(f"ttl_s must be > 0 seconds, got {self.ttl_s!r}")
+        require_seconds("ttl_s", self.ttl_s, positive=True)
         for field_name in ("fallback_exceptions", "ignore_exceptions"):
             object.__setattr__(
                 self, field_name, exception_types(field_name, getattr(self, field_name))

@@ -23,6 +23,8 @@ import random
 import threading
 from typing import Protocol
 
+from targets.shop.resilience._checks import require_seconds
+
 __all__ = [
     "ExponentialBackoff",
     "ExponentialRandomBackoff",
@@ -41,11 +43,6 @@ class IntervalFunction(Protocol):
 def _check_attempt(attempt: int) -> None:
     if attempt < 1:
         raise ValueError(f"attempt is 1-based, got {attempt!r}")
-
-
-def _check_interval(name: str, value: float) -> None:
-    if not value >= 0.0:  # also rejects NaN
-        raise ValueError(f"{name} must be >= 0 seconds, got {value!r}")
 
 
 def _check_multiplier(multiplier: float) -> None:
@@ -93,7 +90,7 @@ class FixedInterval:
     """The same wait after every attempt (``IntervalFunction.of``)."""
 
     def __init__(self, interval_s: float) -> None:
-        _check_interval("interval_s", interval_s)
+        require_seconds("interval_s", interval_s)
         self.interval_s = interval_s
 
     def __call__(self, attempt: int) -> float:
@@ -110,7 +107,7 @@ class RandomizedInterval:
     def __init__(
         self, interval_s: float, randomization_factor: float, rng: random.Random | None = None
     ) -> None:
-        _check_interval("interval_s", interval_s)
+        require_seconds("interval_s", interval_s)
         self.interval_s = interval_s
         self._jitter = _Jitter(randomization_factor, rng)
 
@@ -130,7 +127,7 @@ class ExponentialBackoff:
     def __init__(
         self, initial_interval_s: float, multiplier: float, max_interval_s: float | None = None
     ) -> None:
-        _check_interval("initial_interval_s", initial_interval_s)
+        require_seconds("initial_interval_s", initial_interval_s)
         _check_multiplier(multiplier)
         _check_cap(initial_interval_s, max_interval_s)
         self.initial_interval_s = initial_interval_s

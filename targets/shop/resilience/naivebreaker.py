@@ -22,7 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from targets.shop.resilience._checks import ExceptionTypes, exception_types, require_int_at_least
+from targets.shop.resilience._checks import (
+    ExceptionTypes,
+    exception_types,
+    require_int_at_least,
+    require_seconds,
+)
 from targets.shop.resilience.breaker import Breaker, CallNotPermittedError, StateChange
 from targets.shop.resilience.circuitbreaker_config import CallKind, classify_error
 from targets.shop.resilience.states import State
@@ -45,9 +50,7 @@ class NaiveCircuitBreakerConfig:
     def __post_init__(self) -> None:
         require_int_at_least("failure_count", self.failure_count, 1)
         for field_name in ("window_s", "open_duration_s"):
-            value = getattr(self, field_name)
-            if not value > 0.0:
-                raise ValueError(f"{field_name} must be > 0 seconds, got {value!r}")
+            require_seconds(field_name, getattr(self, field_name), positive=True)
         for field_name in ("record_exceptions", "ignore_exceptions"):
             object.__setattr__(
                 self, field_name, exception_types(field_name, getattr(self, field_name))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from targets.shop.resilience._checks import ExceptionTypes, exception_types
+from targets.shop.resilience._checks import ExceptionTypes, exception_types, require_seconds
 from targets.shop.resilience.interval import (
     ExponentialBackoff,
     ExponentialRandomBackoff,
@@ -64,8 +64,7 @@ class RetryConfig:
                 "max_attempts must be an integer >= 1 (the first call included), "
                 f"got {self.max_attempts!r}"
             )
-        if not self.wait_duration_s >= 0.0:
-            raise ValueError(f"wait_duration_s must be >= 0 seconds, got {self.wait_duration_s!r}")
+        require_seconds("wait_duration_s", self.wait_duration_s)
         if not self.exponential_backoff_multiplier >= 1.0:
             raise ValueError(
                 "exponential_backoff_multiplier must be >= 1.0, "

@@ -23,6 +23,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
+from targets.shop.resilience._checks import require_seconds
+
 __all__ = [
     "CallExecutor",
     "TimeLimitExceededError",
@@ -54,10 +56,7 @@ class TimeLimiterConfig:
     cancel_running_future: bool = True
 
     def __post_init__(self) -> None:
-        if not self.timeout_duration_s > 0.0:
-            raise ValueError(
-                f"timeout_duration_s must be > 0 seconds, got {self.timeout_duration_s!r}"
-            )
+        require_seconds("timeout_duration_s", self.timeout_duration_s, positive=True)
         if not isinstance(self.cancel_running_future, bool):
             raise ValueError(
                 f"cancel_running_future must be true or false, got {self.cancel_running_future!r}"
