@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from harness.core.errors import ScenarioError
-from harness.run.targets import shop_settings
+from harness.run.kinds.shop.target import shop_settings
+from harness.scenario.builds.resilience import BLOCK_OF, LAYERS
 from harness.scenario.loader import load_scenario_text
-from harness.scenario.resilience import BLOCK_OF, LAYERS
 from targets.shop.config import BLOCKS, OUTERMOST, ShopConfig
 from targets.shop.resilience import (
     DEFAULT_ORDER,

@@ -1,6 +1,6 @@
 """nginx in front of a build's replicas: found on the machine, configured per build, run as a child.
 
-A build with ``replicas: N`` (``harness.run.target_replicas``) answers through
+A build with ``replicas: N`` (``harness.run.kinds.replicas.target``) answers through
 a real load balancer, as a service scaled out in production does: Debian's
 nginx, started by the harness with a config it writes into the build's
 folder (``nginx.conf``). The config keeps nginx out of the way of what the
@@ -118,7 +118,7 @@ def nginx_config(
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
     return f"""\
-# Written by the harness for this build (harness/run/balancer.py); started as
+# Written by the harness for this build (harness/run/kinds/replicas/balancer.py); started as
 # `nginx -p <this folder> -e stderr -c nginx.conf` and stopped with the build.
 daemon off;
 master_process on;
