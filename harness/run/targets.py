@@ -30,6 +30,10 @@ from typing import Any, Protocol, runtime_checkable
 from harness.scenario.bounds import MAX_TIMEOUT_S
 from harness.scenario.builds.base import BuildSettings
 
+LOG_TAIL_LINES = 30
+"""Lines of a build's log quoted in an error and kept in the manifest
+(``harness.run.health.log_tail``), and of an image build's log in its error."""
+
 
 @dataclass(frozen=True)
 class TargetContext:

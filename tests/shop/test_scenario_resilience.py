@@ -1,4 +1,4 @@
-"""The scenario side of the shop's layers (``harness.scenario.resilience``): the YAML keys,
+"""The scenario side of the shop's layers (``harness.scenario.builds.resilience``): the YAML keys,
 the problems ``harness validate`` reports with their lines, and the settings file the
 shop reads back from them."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.core.errors import InputError, RunError
-from harness.run.health import LOG_TAIL_LINES
+from harness.run.targets import LOG_TAIL_LINES
 from harness.scenario.builds.docker import DockerImageBuild
 
 if TYPE_CHECKING:
