@@ -15,6 +15,14 @@ nothing outside this package imports a kind but through it, and no kind imports
 another, but ``replicas``, whose replicas are shops (the import contracts in
 ``pyproject.toml``).
 
+A new kind: its settings model in ``harness/scenario/builds/<kind>.py`` (a
+``BuildSettings``; a ``ServiceBuild`` for the user's service), a variant of
+``Build`` and its key in ``KIND_KEYS`` there; here ``<kind>/target.py`` with its
+``Target`` (``prepare``, ``collect``; ``preflight`` if it checks something before
+the run) ending with its ``KIND``; ``KIND`` in ``registry.KINDS``; the package in
+the kind contracts of ``pyproject.toml``; a build of it in
+``tests/run/test_kind_registry.py``.
+
 This module imports nothing: ``python -m harness.run.kinds.docker.runner`` must
 start without the rest.
 """
