@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the tests use, installed only where missing (`make test` runs this):
 #   chromium     renders report.html in a test (Debian's package, no browser download)
-#   nginx-light  the load balancer in front of shop replicas (harness/run/balancer.py)
+#   nginx-light  the load balancer in front of shop replicas (harness/run/kinds/replicas/balancer.py)
 #   nodejs, npm  targets/node-gateway (seed 003's opossum target; command/url/docker builds)
 #   docker.io    a Docker Engine for the docker builds, started by .ci/docker-engine.sh,
 #                with the registry-free base image harness-base:bookworm

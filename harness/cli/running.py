@@ -145,9 +145,12 @@ def run(
     except InputError as exc:
         raise fail_input(exc) from None
 
-    # Runs a crash left "running" are closed first (and leftover containers removed).
-    uses_docker = any(b.kind == "docker" for b in loaded.scenario.builds.values())
-    _print_clean(_clean(results, containers=uses_docker), quiet=True)
+    from harness.run.kinds.registry import leftovers_of
+
+    # Runs a crash left "running" are closed first (and what their builds' kinds may leave
+    # outside them, containers, removed when this run's builds are of such a kind).
+    outside = bool(leftovers_of(loaded.scenario.builds.values()))
+    _print_clean(_clean(results, leftovers=outside), quiet=True)
     signal.signal(signal.SIGTERM, raise_interrupt)
     view = _ProgressView()
     listener = RunListener(
@@ -214,10 +217,10 @@ def run(
     raise typer.Exit(code)
 
 
-def _clean(results: Path, containers: bool = False) -> CleanReport:
+def _clean(results: Path, leftovers: bool = False) -> CleanReport:
     from harness.run.cleanup import clean_results
 
-    return clean_results(results, containers=containers)
+    return clean_results(results, leftovers=leftovers)
 
 
 def _print_clean(report: CleanReport, quiet: bool = False) -> None:
@@ -231,14 +234,14 @@ def _print_clean(report: CleanReport, quiet: bool = False) -> None:
         )
     for run_dir, why in report.failed:
         err.print(f"{run_dir}: could not be closed: {why}", highlight=False, markup=False)
-    for name in report.containers:
-        console.print(f"removed container {name}: its run is over", highlight=False, markup=False)
-    for problem in report.container_problems:
-        err.print(f"containers: {problem}", highlight=False, markup=False, soft_wrap=True)
+    for what in report.leftovers:
+        console.print(f"removed {what}: its run is over", highlight=False, markup=False)
+    for problem in report.leftover_problems:
+        err.print(problem, highlight=False, markup=False, soft_wrap=True)
     if not quiet:
         for run_dir, why in report.left:
             console.print(f"{run_dir}: left alone ({why})", highlight=False, markup=False)
-        if not (report.closed or report.failed or report.left or report.containers):
+        if not (report.closed or report.failed or report.left or report.leftovers):
             console.print("nothing to clean", highlight=False)
 
 
@@ -256,9 +259,9 @@ def clean(
     """
     if os.path.exists(results) and not os.path.isdir(results):
         raise fail_input(InputError(f"--results {results}: not a folder"))
-    report = _clean(results, containers=True)
+    report = _clean(results, leftovers=True)
     _print_clean(report)
-    raise typer.Exit(EXIT_RUN if report.failed or report.container_problems else EXIT_OK)
+    raise typer.Exit(EXIT_RUN if report.failed or report.leftover_problems else EXIT_OK)
 
 
 @app.command()

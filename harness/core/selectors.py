@@ -32,7 +32,8 @@ CANONICAL_SERIES = (
 
 CONTAINER_SOURCE = "container"
 """The scrape source of a ``docker`` build's container: the Engine's stats of it, served as
-Prometheus gauges by ``harness.run.docker_runner`` (beside the ``target`` and ``pg`` sources)."""
+Prometheus gauges by ``harness.run.kinds.docker.runner`` (beside the ``target`` and ``pg``
+sources)."""
 
 RESOURCE_SERIES = {"cpu_pct": "container_cpu_percent", "memory_bytes": "container_memory_bytes"}
 """What a build costs, read from ``CONTAINER_SOURCE`` (not through a preset): canonical name

@@ -18,16 +18,12 @@ harness that did not record its orchestrator, are left alone and said so.
 A run that ended (failed, say on a full disk) with its CSVs unconverted gets
 them converted too, its status untouched.
 
-Containers. A ``docker`` build's container is removed by its runner when the
-build stops, and when ``harness run`` dies (the orphan guard stops the
-runner); only when the runner was killed too is one left. ``clean_results``
-with ``containers`` then asks the Docker Engine for every container the
-harness labelled (``harness.run``) and removes those whose run is over: a run
-it just closed as crashed, or one whose ``harness run`` (the
-``harness.orchestrator`` label: pid, boot and start time) no longer lives on
-this host, wherever its results folder is. Containers of runs still going,
-or started from another host, are left alone. No Engine answering is not a
-problem unless a crashed run it closed had docker builds.
+Outside the folder. A kind of build may leave something a crash does not
+stop (a ``docker`` build's container, when its runner was killed too): its
+``Leftovers`` (``harness.run.targets``). A crashed run it closes has those of
+its builds' kinds removed first; ``clean_results`` with ``leftovers`` also has
+every kind remove what runs that are over left, wherever their results are
+(``harness.run.kinds.docker.cleanup`` for containers).
 """
 
 from __future__ import annotations
@@ -52,8 +48,8 @@ from harness.results.io import (
     utc_now,
     write_json_atomic,
 )
+from harness.run.kinds.registry import all_leftovers, leftovers_named, target_for
 from harness.run.manifest import identity_alive
-from harness.run.registry import target_for
 from harness.scenario.loader import load_scenario
 
 
@@ -73,10 +69,11 @@ class CleanReport:
     closed: list[Closed] = field(default_factory=list)
     left: list[tuple[Path, str]] = field(default_factory=list)
     failed: list[tuple[Path, str]] = field(default_factory=list)
-    containers: list[str] = field(default_factory=list)
-    """Containers of runs that are over, removed: ``<name> (run <id>)``."""
-    container_problems: list[str] = field(default_factory=list)
-    """Why containers of such runs could not be looked for or removed."""
+    leftovers: list[str] = field(default_factory=list)
+    """What runs that are over left outside their folders, removed:
+    ``container <name> (run <id>)``."""
+    leftover_problems: list[str] = field(default_factory=list)
+    """Why such leftovers could not be looked for or removed (``containers: ...``)."""
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -90,11 +87,12 @@ def run_dirs(root: Path) -> list[Path]:
     return sorted((p.parent for p in found), key=lambda p: p.name)
 
 
-def clean_results(root: Path, containers: bool = False) -> CleanReport:
+def clean_results(root: Path, leftovers: bool = False) -> CleanReport:
     """Close every run under ``root`` that a dead orchestrator left open (see the module).
 
-    The containers of a crashed run it closes are removed with it; with ``containers``,
-    also those of every run that is over, wherever its results are (see the module).
+    What a crashed run it closes left outside its folder (containers) is removed with
+    it; with ``leftovers``, also what every run that is over left, wherever its results
+    are (see the module).
     """
     report = CleanReport()
     for run_dir in run_dirs(root):
@@ -102,77 +100,17 @@ def clean_results(root: Path, containers: bool = False) -> CleanReport:
             _clean_run(run_dir, report)
         except (HarnessError, OSError, ValueError) as exc:
             report.failed.append((run_dir, str(exc)))
-    if containers:
-        remove_leftover_containers(report)
+    if leftovers:
+        remove_leftovers(report)
     return report
 
 
-def remove_run_containers(run_id: str) -> list[str]:
-    """Remove the containers of run ``run_id`` (its orchestrator is gone); their names.
-
-    Raises ``RunError`` when no Docker Engine answers.
-    """
-    from harness.run.target_docker import LABEL_RUN, connect, remove_container, run_containers
-
-    client = connect(timeout_s=10)
-    try:
-        found = run_containers(client, {LABEL_RUN: run_id})
-        for container in found:
-            remove_container(container)
-        return [str(c.name) for c in found]
-    finally:
-        client.close()
-
-
-def remove_leftover_containers(report: CleanReport) -> None:
-    """Remove every harness-labelled container whose run is over, wherever its results are.
-
-    No Engine answering is not a problem here: there is nothing to remove then (the
-    containers of a crashed run it closes are looked for, and a missing Engine said,
-    by ``_close``).
-    """
-    from harness.run.target_docker import LABEL_RUN, connect, iter_labelled, remove_container
-
-    try:
-        client = connect(timeout_s=10)
-    except RunError:
-        return
-    try:
-        for container, labels in iter_labelled(client):
-            run_id = labels.get(LABEL_RUN, "?")
-            if container_run_alive(labels) is not None:
-                continue
-            try:
-                remove_container(container)
-            except Exception as exc:  # the Engine refused (a container being removed...)
-                report.container_problems.append(f"{container.name} (run {run_id}): {exc}")
-                continue
-            report.containers.append(f"{container.name} (run {run_id})")
-    except Exception as exc:  # the Engine went away while listing
-        report.container_problems.append(f"listing containers: {type(exc).__name__}: {exc}")
-    finally:
-        client.close()
-
-
-def container_run_alive(labels: dict[str, str]) -> str | None:
-    """Why a labelled container's run may still be going; ``None`` when it is over.
-
-    Over: its ``harness run`` (``harness.orchestrator``: pid, boot and start time) is
-    gone from this host. A container started from another host, or without that label,
-    is left alone.
-    """
-    from harness.run.target_docker import LABEL_HOST, LABEL_ORCHESTRATOR
-
-    host = labels.get(LABEL_HOST)
-    if host != socket.gethostname():
-        return f"started from another host ({host})"
-    try:
-        identity = json.loads(labels[LABEL_ORCHESTRATOR])
-    except (KeyError, ValueError):
-        return "its labels do not name its orchestrator"
-    if not isinstance(identity, dict):
-        return "its labels do not name its orchestrator"
-    return "its run is still going" if identity_alive(identity) else None
+def remove_leftovers(report: CleanReport) -> None:
+    """Have every kind remove what runs that are over left outside their folders."""
+    for leftovers in all_leftovers():
+        removed, problems = leftovers.remove_of_ended_runs()
+        report.leftovers += removed
+        report.leftover_problems += [f"{leftovers.noun}: {p}" for p in problems]
 
 
 def _unfinished_builds(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
@@ -241,18 +179,14 @@ def _close(run_dir: Path, manifest: dict[str, Any], report: CleanReport) -> list
     crashed = manifest.get("status") == "running"
     ended_at = _last_write(run_dir)
     builds = manifest.get("builds", {})
-    if crashed and any(info.get("kind") == "docker" for info in builds.values()):
-        # Through the Engine first: stop_leftovers would only kill what runs in them.
+    if crashed:
+        # Outside the folder first: stop_leftovers would only kill what runs in them.
         run_id = str(manifest.get("run_id", run_dir.name))
-        try:
-            removed = remove_run_containers(run_id)
-        except RunError as exc:
-            report.container_problems.append(
-                f"{run_dir}: the containers of its docker builds were not removed: {exc}"
-            )
-        else:
-            if removed:
-                done.append(f"removed container(s) {', '.join(removed)}")
+        for leftovers in leftovers_named(info.get("kind") for info in builds.values()):
+            try:
+                done += leftovers.remove_of_run(run_id)
+            except RunError as exc:
+                report.leftover_problems.append(f"{leftovers.noun}: {run_dir}: {exc}")
     if crashed:
         stopped = stop_leftovers(str(manifest.get("run_id", run_dir.name)))
         if stopped:

@@ -40,6 +40,7 @@ from harness.results.io import (
 )
 from harness.run.events import RunListener
 from harness.run.health import check_metrics, log_tail, wait_healthy
+from harness.run.kinds.registry import check_remote, target_for
 from harness.run.loadgen import (
     EXTERNAL_READY_TIMEOUT_S,
     LOAD_WORKER,
@@ -54,9 +55,7 @@ from harness.run.loadgen import (
 )
 from harness.run.manifest import Manifest
 from harness.run.processes import Child, ProcessGroup, shielded_from_signals, wait_http
-from harness.run.registry import target_for
 from harness.run.scraper import Scraper
-from harness.run.target_url import check_remote
 from harness.run.targets import Launch, Preflight, PreflightContext, Target, TargetContext
 from harness.run.watch import watch_load
 from harness.scenario.schema import LoadedScenario, Scenario

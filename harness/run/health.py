@@ -15,10 +15,7 @@ import httpx
 from harness.analysis.series import parse_text
 from harness.core.errors import ProcessDied, RunError
 from harness.run.processes import Child, ProcessGroup
-from harness.run.targets import Launch
-
-LOG_TAIL_LINES = 30
-"""Lines of a build's log quoted in an error and kept in the manifest (``log_tail``)."""
+from harness.run.targets import LOG_TAIL_LINES, Launch
 
 METRICS_WAIT_S = 10.0
 """How long a healthy build's metrics endpoint may take to accept connections."""

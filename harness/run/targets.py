@@ -1,8 +1,8 @@
 """The Target seam: how the orchestrator starts a build, where it answers and how to read it.
 
 A build's kind (``shop``, ``command``, ``docker``, ``url``: the scenario's
-``harness.scenario.builds``) names an entry of ``harness.run.registry.TARGETS``;
-the factory there turns the build's settings into a ``Target``. The orchestrator then asks it
+``harness.scenario.builds``) is run by a ``Kind`` of ``harness.run.kinds.registry.KINDS``;
+its ``target`` turns the build's settings into a ``Target``. The orchestrator then asks it
 to ``prepare`` (write its config, bind its ports) and gets back a ``Launch``:
 the process to start, if any, and the URLs it answers on. The orchestrator
 starts that process in its ``ProcessGroup``, which also stops it, whatever
@@ -11,29 +11,28 @@ result files. ``preset`` names how its metrics map to the canonical series
 (``harness.analysis.series.PRESETS``), and ``metrics_map`` and ``breaker``
 adjust it for one build.
 
-``shop`` (the reference service in ``targets/shop``) is here; the other
-kinds have a module each (``target_command``, ``target_docker``, ``target_url``),
-each a ``ServiceTarget``: what a build of the user's service says of its metrics and
-health check is read the same way whatever starts it.
-A target that must check something before the whole run starts (an image)
-is also a ``Preflight``.
+Each kind is a sub-package of ``harness.run.kinds`` (``shop``, ``replicas``,
+``command``, ``docker``, ``url``). The orchestrator and the CLI never ask which
+kind a build is; they ask what it can do: a target that must check something
+before the whole run starts (an image) is also a ``Preflight``; a kind whose
+addresses may leave this machine has a ``check_remote``; a kind that may leave
+something outside the run's folder when every process is killed (a container)
+has ``Leftovers``, which ``harness clean`` removes.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from harness.core.net import LOOPBACK, listener, port_of
-from harness.results.io import payments_from_sqlite, write_parquet_atomic, write_text_atomic
 from harness.scenario.bounds import MAX_TIMEOUT_S
-from harness.scenario.builds import ServiceBuild
-from harness.scenario.schema import ShopBuild
+from harness.scenario.builds.base import BuildSettings
+
+LOG_TAIL_LINES = 30
+"""Lines of a build's log quoted in an error and kept in the manifest
+(``harness.run.health.log_tail``), and of an image build's log in its error."""
 
 
 @dataclass(frozen=True)
@@ -158,95 +157,57 @@ class Target(Protocol):
         """After its process stopped (whatever happened), write what it left as results."""
 
 
-B = TypeVar("B", bound=ServiceBuild)
+class Leftovers(Protocol):
+    """What builds of a kind may leave outside the run's folder when every process of the
+    run was killed at once (a container on a Docker Engine), and how it is removed.
 
-
-class ServiceTarget(Generic[B]):
-    """A build of the user's service (``command``, ``docker``, ``url``): its ``metrics``
-    settings and its health check, as the scenario gives them."""
-
-    def __init__(self, build: B) -> None:
-        self.build = build
-
-    @property
-    def preset(self) -> str:
-        return self.build.metrics.preset
-
-    @property
-    def metrics_map(self) -> Mapping[str, str]:
-        return self.build.metrics.map
-
-    @property
-    def breaker(self) -> str | None:
-        return self.build.metrics.breaker
-
-    def launch(self, url: str, metrics_url: str | None, **more: Any) -> Launch:
-        """The ``Launch`` of the build answering at ``url``: healthy when ``health.path``
-        there answers ``health.status`` within ``health.timeout``; ``more``: the rest."""
-        health = self.build.health
-        return Launch(
-            url=url,
-            health_urls=(url + health.path,),
-            metrics_url=metrics_url,
-            health_status=health.status,
-            health_timeout_s=health.timeout,
-            **more,
-        )
-
-
-def shop_settings(build: ShopBuild) -> dict[str, Any]:
-    """The build's settings as the shop reads them (``targets/shop/config.py`` maps them once).
-
-    ``replicas`` is how many shops the harness starts, not a setting of one shop.
-    """
-    return build.model_dump(mode="json", by_alias=True, exclude={"replicas"})
-
-
-class ShopTarget:
-    """The reference shop (``python -m targets.shop``) on two loopback listeners it inherits.
-
-    Its config file is the build's settings as the scenario gives them (kebab
-    case, durations in seconds) plus where to listen and which gateway to call;
-    ``targets/shop/config.py`` is the one place that reads them.
+    ``harness clean`` asks it (and so does the start of every ``harness run`` that has a
+    build of the kind); what is left inside the folder is ``harness.run.cleanup``'s.
     """
 
-    preset = "shop"
-    metrics_map: Mapping[str, str] = {}
-    breaker: str | None = None
+    @property
+    def noun(self) -> str:
+        """What they are, plural (``containers``): how ``harness clean`` names a problem."""
 
-    def __init__(self, build: ShopBuild) -> None:
-        self.build = build
+    def remove_of_run(self, run_id: str) -> list[str]:
+        """Remove what run ``run_id`` left (its orchestrator is gone); what was done, in words.
 
-    def prepare(self, ctx: TargetContext) -> Launch:
-        # The metrics listener sits outside the worker pool, like Spring's management port,
-        # so scrapes do not wait in the queue they measure.
-        sock, metrics_sock = listener(), listener(backlog=64)
-        url = f"http://{LOOPBACK}:{port_of(sock)}"
-        metrics_url = f"http://{LOOPBACK}:{port_of(metrics_sock)}/metrics"
-        fds = (sock.detach(), metrics_sock.detach())
-        try:
-            config = {
-                **shop_settings(self.build),
-                "pg-url": ctx.pg_url,
-                "listen-fd": fds[0],
-                "metrics-fd": fds[1],
-                "db-path": str(ctx.build_dir / "shop.sqlite"),
-            }
-            path = ctx.build_dir / "target.json"
-            write_text_atomic(path, json.dumps(config, indent=2))
-        except BaseException:
-            for fd in fds:
-                os.close(fd)
-            raise
-        return Launch(
-            url=url,
-            health_urls=(f"{url}/health", metrics_url),
-            metrics_url=metrics_url,
-            argv=(sys.executable, "-m", "targets.shop", "--config", str(path)),
-            pass_fds=fds,
-        )
+        Raises ``RunError`` saying what was not removed when it cannot look (no Engine).
+        """
 
-    def collect(self, build_dir: Path) -> None:
-        # Read after the shop stopped: recording payments costs its hot path nothing extra.
-        payments = payments_from_sqlite(build_dir / "shop.sqlite")
-        write_parquet_atomic(payments, build_dir / "payments.parquet")
+    def remove_of_ended_runs(self) -> tuple[list[str], list[str]]:
+        """Remove what every run that is over left, wherever its results are.
+
+        Returns what was removed (``container <name> (run <id>)``) and the problems.
+        """
+
+
+RemoteCheck = Callable[[str, Any, bool, bool], None]
+"""``(build name, build, the scenario allows, the command line allows)``: raises
+``InputError`` (exit 2) when the build sends off this machine without both."""
+
+
+def _every(build: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of build as the orchestrator and the CLI see it: what runs it, what it can do.
+
+    Each is declared once, at the end of its sub-package's ``target`` module, and
+    registered once, in ``harness.run.kinds.registry.KINDS``.
+    """
+
+    name: str
+    """Its name in reports and in ``harness.run.kinds``."""
+    settings: type[BuildSettings]
+    """The settings model of the builds it runs (``harness.scenario.builds``)."""
+    target: Callable[[Any], Target]
+    """Makes the target of one build; it is given only builds it ``runs``."""
+    runs: Callable[[Any], bool] = _every
+    """Which builds of its ``settings`` it runs (a shop alone, or its replicas behind nginx)."""
+    check_remote: RemoteCheck | None = None
+    """Refuses traffic off this machine unless allowed; ``None``: it only sends to loopback."""
+    leftovers: Leftovers | None = None
+    """What it may leave outside the run's folder; ``None``: nothing."""

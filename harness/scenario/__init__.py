@@ -1,13 +1,13 @@
 """Scenario files: the schema, the fault models, the gate language and the loader.
 
 Inside the harness, import from the defining submodule (``schema``,
-``faults``, ``gates``, ``loader``); this face is for notebooks and users.
+``builds``, ``faults``, ``gates``, ``loader``); this face is for notebooks and users.
 """
 
-from harness.scenario.builds import CommandBuild, DockerBuild, UrlBuild
+from harness.scenario.builds import Build, CommandBuild, DockerBuild, ShopBuild, UrlBuild
 from harness.scenario.faults import Fault, FaultOverride, PgSchedule, Phase
 from harness.scenario.loader import load_scenario, load_scenario_text
-from harness.scenario.schema import Build, Endpoint, LoadedScenario, Scenario, ShopBuild
+from harness.scenario.schema import Endpoint, LoadedScenario, Scenario
 
 __all__ = [
     "Build",

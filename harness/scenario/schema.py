@@ -8,7 +8,8 @@ a seed's ``application.yml`` block reads the same here.
 Time line: ``warmup`` runs first with a healthy gateway and is excluded from
 the statistics; the measured window of ``duration`` follows, and phase
 ``start`` times count from its beginning. The fault models are in
-``harness.scenario.faults``; reading a file is ``harness.scenario.loader``.
+``harness.scenario.faults``, each build kind's settings in
+``harness.scenario.builds``; reading a file is ``harness.scenario.loader``.
 Every number is finite and bounded by what one machine can run
 (``harness.scenario.bounds``), and names and paths are checked once here.
 """
@@ -16,11 +17,10 @@ Every number is finite and bounded by what one machine can run
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -41,31 +41,20 @@ from harness.scenario.bounds import (
     MAX_GATES,
     MAX_IN_FLIGHT,
     MAX_PLANNED_REQUESTS,
-    MAX_REPLICAS,
     MAX_SEED,
     MAX_STAGES,
     MAX_TEXT_CHARS,
     MAX_TIMEOUT_S,
     MAX_TOTAL_RATE,
     MAX_WARMUP_S,
-    MAX_WINDOW,
     SafeName,
     check_json,
     check_name,
     check_path,
     check_printable,
 )
-from harness.scenario.builds import CommandBuild, DockerBuild, UrlBuild, build_tag, one_kind
+from harness.scenario.builds import Build
 from harness.scenario.faults import PgSchedule
-from harness.scenario.resilience import (
-    BreakerTypeSettings,
-    BulkheadSettings,
-    Composition,
-    Fallback,
-    LayerBlocks,
-    ThreadPoolBulkheadSettings,
-    TimeLimiterSettings,
-)
 
 # ---------------------------------------------------------------- traffic
 
@@ -181,143 +170,6 @@ class Endpoint(StrictModel):
             targets = [self.start_rate or 0.0, *(s.target for s in self.stages)]
             text = "stages " + " -> ".join(f"{r:g}" for r in targets) + "/s"
         return text if self.arrivals == "uniform" else f"{text}, poisson"
-
-
-# ---------------------------------------------------------------- builds
-
-
-class PgClientSettings(StrictModel):
-    """The target's HTTP client towards the gateway."""
-
-    connect_timeout: Duration = Field(1.0, gt=0, le=MAX_TIMEOUT_S)
-    read_timeout: Duration = Field(3.0, gt=0, le=MAX_TIMEOUT_S)
-
-
-class DbPoolSettings(StrictModel):
-    """The shop's database connection pool (Spring's ``spring.datasource.hikari.*`` names).
-
-    Every statement checks out a connection and holds it ``query-time``; a request
-    that finds none free waits its turn, first come first served, for at most
-    ``connection-timeout`` (then 503)."""
-
-    maximum_pool_size: int = Field(10, ge=1, le=2000, description="connections (Hikari: 10)")
-    connection_timeout: Duration = Field(
-        30.0, gt=0, le=MAX_TIMEOUT_S, description="longest wait for a connection (Hikari: 30 s)"
-    )
-    query_time: Duration = Field(
-        0.0, ge=0, le=MAX_TIMEOUT_S, description="how long one statement holds its connection"
-    )
-
-
-class RetrySettings(StrictModel):
-    """Resilience4j ``resilience4j.retry.instances.<name>`` properties."""
-
-    max_attempts: int = Field(3, ge=1, le=20)
-    wait_duration: Duration = Field(0.5, le=MAX_TIMEOUT_S)
-    enable_exponential_backoff: bool = False
-    exponential_backoff_multiplier: float = Field(2.0, ge=1, le=100)
-    exponential_max_wait_duration: Duration | None = Field(None, le=MAX_TIMEOUT_S)
-    enable_randomized_wait: bool = False
-    randomized_wait_factor: float = Field(0.5, ge=0, lt=1)
-    fallback: Fallback | None = Field(None, description="answers for the Retry's last error")
-
-    @model_validator(mode="after")
-    def _waits_are_bounded(self) -> RetrySettings:
-        cap = self.exponential_max_wait_duration
-        if cap is not None and cap < self.wait_duration:
-            raise ValueError(
-                f"exponential-max-wait-duration ({cap:g}s) is shorter than wait-duration "
-                f"({self.wait_duration:g}s)"
-            )
-        if self.enable_exponential_backoff and cap is None:
-            # The wait before the last attempt, as the shop computes it.
-            longest = self.wait_duration * self.exponential_backoff_multiplier ** max(
-                0, self.max_attempts - 2
-            )
-            if longest > MAX_TIMEOUT_S:
-                raise ValueError(
-                    f"the wait before attempt {self.max_attempts} would be "
-                    f"{format_duration(longest)}; at most {format_duration(MAX_TIMEOUT_S)}: "
-                    "set exponential-max-wait-duration, or fewer max-attempts"
-                )
-        return self
-
-
-class CircuitBreakerSettings(BreakerTypeSettings):
-    """Resilience4j ``resilience4j.circuitbreaker.instances.<name>`` properties (and
-    ``type: naive``'s, ``harness.scenario.resilience``)."""
-
-    sliding_window_type: Literal["COUNT_BASED", "TIME_BASED"] = "COUNT_BASED"
-    sliding_window_size: int = Field(100, ge=1, le=MAX_WINDOW)
-    minimum_number_of_calls: int = Field(100, ge=1, le=MAX_WINDOW)
-    failure_rate_threshold: float = Field(50.0, gt=0, le=100)
-    slow_call_rate_threshold: float = Field(100.0, gt=0, le=100)
-    slow_call_duration_threshold: Duration = Field(60.0, gt=0, le=MAX_DURATION_S)
-    wait_duration_in_open_state: Duration = Field(60.0, gt=0, le=MAX_DURATION_S)
-    permitted_number_of_calls_in_half_open_state: int = Field(10, ge=1, le=MAX_WINDOW)
-    automatic_transition_from_open_to_half_open_enabled: bool = False
-    max_wait_duration_in_half_open_state: Duration = Field(0.0, le=MAX_DURATION_S)
-
-
-class Resilience4j(LayerBlocks):
-    """The resilience settings of one build, as a ``resilience4j:`` block would give them."""
-
-    retry: RetrySettings = Field(default_factory=RetrySettings)
-    circuitbreaker: CircuitBreakerSettings | None = None
-    bulkhead: BulkheadSettings | None = None
-    thread_pool_bulkhead: ThreadPoolBulkheadSettings | None = None
-    timelimiter: TimeLimiterSettings | None = None
-    fallback: Fallback | None = Field(None, description="outermost: around every layer")
-
-
-Profile = Literal["retry-only", "retry-circuit-breaker"]
-
-
-class ShopBuild(StrictModel):
-    """A build of the reference shop (``targets/shop``): its resilience profile and settings."""
-
-    kind: ClassVar[str] = "shop"
-    target: Literal["shop"] = Field("shop", description="the reference target in targets/shop")
-    profile: Profile
-    workers: int = Field(200, ge=1, le=2000, description="request threads (Tomcat max-threads)")
-    replicas: int = Field(
-        1,
-        ge=1,
-        le=MAX_REPLICAS,
-        description="shop processes behind one nginx (round robin), each with its own pool "
-        "and breaker; 1: the shop alone, no load balancer",
-    )
-    pg_client: PgClientSettings = Field(default_factory=PgClientSettings)
-    db_pool: DbPoolSettings | None = Field(
-        None, description="a bounded DB connection pool shared by every request; none: no pool"
-    )
-    resilience4j: Resilience4j = Field(default_factory=Resilience4j)
-    resilience: Composition = Field(
-        None, description="the layers, outermost first; default: Resilience4j's aspect order"
-    )
-
-    @model_validator(mode="after")
-    def _profile_matches_settings(self) -> ShopBuild:
-        cb = self.resilience4j.circuitbreaker
-        if self.profile == "retry-only" and cb is not None:
-            raise ValueError(
-                "profile retry-only has no circuit breaker; remove resilience4j.circuitbreaker "
-                "or use profile retry-circuit-breaker"
-            )
-        if self.profile == "retry-circuit-breaker" and cb is None:
-            self.resilience4j.circuitbreaker = CircuitBreakerSettings()
-        return self
-
-
-Build = Annotated[
-    Annotated[ShopBuild, Tag("<shop>")]
-    | Annotated[CommandBuild, Tag("<command>")]
-    | Annotated[DockerBuild, Tag("<docker>")]
-    | Annotated[UrlBuild, Tag("<url>")],
-    Discriminator(build_tag),
-    BeforeValidator(one_kind),
-]
-"""One variant of the service under test, exactly one kind (``harness.scenario.builds``)."""
 
 
 class MetricsSettings(StrictModel):

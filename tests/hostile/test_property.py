@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 from harness.core.errors import Problem, ScenarioError
 from harness.gateway.decide import decide_at
 from harness.load.plan import LoadPlan
+from harness.run.kinds.shop.target import ShopTarget
 from harness.run.loadgen import locust_argv, plan_for
-from harness.run.targets import ShopTarget, TargetContext
+from harness.run.targets import TargetContext
 from harness.scenario.loader import load_scenario_text
 from harness.scenario.schema import Scenario
 from targets.shop.config import ShopConfig

@@ -230,7 +230,7 @@ def test_a_stale_engine_socket_is_a_run_error_and_leaks_no_socket(
     import gc
     import warnings
 
-    from harness.run.target_docker import connect
+    from harness.run.kinds.docker.engine import connect
 
     stale = tmp_path / "docker.sock"  # a socket file nobody listens on: an Engine that died
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bound:

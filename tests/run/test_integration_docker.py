@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from harness.run.docker_runner import cpu_percent, memory_bytes
+from harness.run.kinds.docker.runner import cpu_percent, memory_bytes
 from tests.conftest import ROOT, harness_cmd, leftover_processes
 
 NODE_GATEWAY = ROOT / "targets" / "node-gateway"
@@ -390,7 +390,7 @@ def test_no_engine_answering_is_exit_3_saying_how_to_start_one(tmp_path: Path) -
 def test_a_container_is_over_only_when_its_harness_run_is_gone_from_this_host() -> None:
     import socket
 
-    from harness.run.cleanup import container_run_alive
+    from harness.run.kinds.docker.cleanup import container_run_alive
     from harness.run.manifest import process_identity
 
     here = socket.gethostname()

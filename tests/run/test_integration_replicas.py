@@ -23,8 +23,8 @@ import pytest
 from harness.analysis.model import Report
 from harness.analysis.replicas import target_series
 from harness.core.errors import RunError
-from harness.run import balancer
 from harness.run.experiment import Experiment
+from harness.run.kinds.replicas import balancer
 from harness.scenario.loader import load_scenario
 from tests.analysis.test_model import _conforms
 from tests.conftest import ROOT, harness_cmd, leftover_processes

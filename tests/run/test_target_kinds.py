@@ -14,10 +14,11 @@ import pytest
 
 from harness.core.errors import InputError, ProcessDied, RunError
 from harness.run.health import check_metrics, log_tail, wait_healthy
+from harness.run.kinds.command.target import CommandTarget
+from harness.run.kinds.registry import check_remote, target_for
+from harness.run.kinds.service import free_ports
+from harness.run.kinds.url.target import UrlTarget
 from harness.run.processes import ProcessGroup
-from harness.run.registry import target_for
-from harness.run.target_command import CommandTarget, free_ports
-from harness.run.target_url import UrlTarget, check_remote
 from harness.run.targets import Launch, TargetContext
 from harness.scenario.loader import load_scenario_text
 from harness.scenario.schema import Build

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from harness.analysis.series import PRESETS
-from harness.run.registry import TARGETS, target_for
-from harness.run.targets import Launch, ShopTarget, TargetContext
+from harness.run.kinds.registry import KINDS, target_for
+from harness.run.kinds.shop.target import ShopTarget
+from harness.run.targets import Launch, TargetContext
 from harness.scenario.loader import load_scenario_text
 from harness.scenario.schema import Build
 from targets.shop.config import ShopConfig
@@ -107,5 +108,5 @@ def test_collect_turns_the_shops_records_into_payments_parquet(tmp_path: Path) -
 
 
 def test_a_build_names_its_kind_of_target() -> None:
-    assert {"shop", "command", "url"} <= set(TARGETS)
+    assert {"shop", "command", "url"} <= {kind.name for kind in KINDS}
     assert all(isinstance(target_for(b), ShopTarget) for b in _builds().values())

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import ScenarioError
-from harness.scenario.builds import PRESET_NAMES, CommandBuild, DockerBuild, UrlBuild
+from harness.scenario.builds import CommandBuild, DockerBuild, ShopBuild, UrlBuild
+from harness.scenario.builds.service import PRESET_NAMES
 from harness.scenario.loader import load_scenario, load_scenario_text
 from harness.scenario.placeholders import PLACEHOLDERS, fill, placeholders_in
-from harness.scenario.schema import Scenario, ShopBuild
+from harness.scenario.schema import Scenario
 
 HEAD = """\
 name: t

@@ -13,9 +13,8 @@ import yaml
 
 from harness.core.durations import parse_duration
 from harness.core.errors import InputError
-from harness.scenario.builds import CommandBuild, DockerBuild, UrlBuild
+from harness.scenario.builds import CommandBuild, DockerBuild, ShopBuild, UrlBuild
 from harness.scenario.loader import load_scenario_text
-from harness.scenario.schema import ShopBuild
 from harness.scenario.starter import (
     PG_PORT,
     SCHEMA_DIALECT,

@@ -1,4 +1,4 @@
-"""The scenario side of the shop's layers (``harness.scenario.resilience``): the YAML keys,
+"""The scenario side of the shop's layers (``harness.scenario.builds.resilience``): the YAML keys,
 the problems ``harness validate`` reports with their lines, and the settings file the
 shop reads back from them."""
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from harness.core.errors import ScenarioError
-from harness.run.targets import shop_settings
+from harness.run.kinds.shop.target import shop_settings
+from harness.scenario.builds.resilience import BLOCK_OF, LAYERS
 from harness.scenario.loader import load_scenario_text
-from harness.scenario.resilience import BLOCK_OF, LAYERS
 from targets.shop.config import BLOCKS, OUTERMOST, ShopConfig
 from targets.shop.resilience import (
     DEFAULT_ORDER,

@@ -6,9 +6,9 @@ vendor slowdown and only raised the calls reaching the vendor. To measure
 either, a build runs as production runs it: N replicas of the reference shop
 (``targets/shop``), each its own gunicorn with its own request pool, breaker,
 SQLite file and side metrics listener, behind a real load balancer
-(``harness.run.balancer``: nginx, round robin) that the load generator talks
+(``balancer``: nginx, round robin) that the load generator talks
 to. ``replicas: 1`` (the default) is the shop alone, exactly as before
-(``ShopTarget``): no nginx, one scrape source ``target``.
+(``harness.run.kinds.shop``): no nginx, one scrape source ``target``.
 
 Each replica is prepared as a shop of its own in ``<build>/replica-<i>/``
 (``target.json``, ``shop.sqlite``) and runs as the child ``target.<i>``
@@ -36,16 +36,16 @@ import pandas as pd
 from harness.analysis.replicas import replica_source
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.results.io import payments_from_sqlite, write_parquet_atomic, write_text_atomic
-from harness.run.balancer import TEMP_DIR, find_nginx, inherit_env, nginx_argv, nginx_config
-from harness.run.targets import (
-    Launch,
-    PreflightContext,
-    Process,
-    ShopTarget,
-    Target,
-    TargetContext,
+from harness.run.kinds.replicas.balancer import (
+    TEMP_DIR,
+    find_nginx,
+    inherit_env,
+    nginx_argv,
+    nginx_config,
 )
-from harness.scenario.schema import ShopBuild
+from harness.run.kinds.shop.target import ShopTarget
+from harness.run.targets import Kind, Launch, PreflightContext, Process, TargetContext
+from harness.scenario.builds.shop import ShopBuild
 
 BALANCER = "nginx"
 """The load balancer's name in the run's process group (its log: ``<build>/nginx.log``)."""
@@ -57,11 +57,6 @@ KEEPALIVE_PER_REPLICA = 32
 def replica_dir(build_dir: Path, index: int) -> Path:
     """Where replica ``index`` keeps its config and its SQLite file."""
     return build_dir / f"replica-{index}"
-
-
-def shop_target(build: ShopBuild) -> Target:
-    """The target of a shop build: the shop alone, or its replicas behind nginx."""
-    return ShopTarget(build) if build.replicas == 1 else ReplicatedShopTarget(build)
 
 
 class ReplicatedShopTarget:
@@ -151,3 +146,7 @@ class ReplicatedShopTarget:
         payments = pd.concat(frames, ignore_index=True)
         payments["replica"] = payments["replica"].astype("int64")
         write_parquet_atomic(payments, build_dir / "payments.parquet")
+
+
+KIND = Kind("replicas", ShopBuild, ReplicatedShopTarget, runs=lambda build: build.replicas > 1)
+"""A shop build with ``replicas`` above 1: its replicas behind nginx."""

@@ -4,18 +4,17 @@ It is health-checked, loaded and scraped where the scenario says. It cannot
 be told where the gateway is, so the scenario fixes the gateway's port
 (``pg.port``) and the user points the service at it. Addresses are loopback
 only unless the scenario and the command line both allow others
-(``check_remote``).
+(``refuse_remote``, the kind's ``check_remote``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 from harness.core.errors import InputError
-from harness.run.targets import Launch, ServiceTarget, TargetContext
-from harness.scenario.builds import UrlBuild, remote
-from harness.scenario.schema import Scenario
+from harness.run.kinds.service import ServiceTarget
+from harness.run.targets import Kind, Launch, TargetContext
+from harness.scenario.builds.url import UrlBuild, remote
 
 
 class UrlTarget(ServiceTarget[UrlBuild]):
@@ -35,25 +34,25 @@ class UrlTarget(ServiceTarget[UrlBuild]):
         """Nothing to collect: the service keeps its own records."""
 
 
-def check_remote(scenario: Scenario, builds: Iterable[str], allowed: bool) -> None:
+def refuse_remote(name: str, build: UrlBuild, scenario_allows: bool, allowed: bool) -> None:
     """Refuse traffic off this machine unless the scenario and the command line both allow it.
 
     ``allowed`` is the command line's word (``--allow-remote``); raises ``InputError``.
     """
-    for name in builds:
-        build = scenario.builds[name]
-        if not isinstance(build, UrlBuild):
+    for key, url in build.addresses().items():
+        if not remote(url):
             continue
-        for key, url in build.addresses().items():
-            if not remote(url):
-                continue
-            if not scenario.allow_remote:
-                raise InputError(
-                    f"build {name!r}: {key} {url} is not on this machine; the scenario must "
-                    "say allow-remote: true (and harness run be given --allow-remote)"
-                )
-            if not allowed:
-                raise InputError(
-                    f"build {name!r}: {key} {url} is not on this machine; the scenario allows "
-                    "it (allow-remote: true), and the command line must too: add --allow-remote"
-                )
+        if not scenario_allows:
+            raise InputError(
+                f"build {name!r}: {key} {url} is not on this machine; the scenario must "
+                "say allow-remote: true (and harness run be given --allow-remote)"
+            )
+        if not allowed:
+            raise InputError(
+                f"build {name!r}: {key} {url} is not on this machine; the scenario allows "
+                "it (allow-remote: true), and the command line must too: add --allow-remote"
+            )
+
+
+KIND = Kind("url", UrlBuild, UrlTarget, check_remote=refuse_remote)
+"""A service already running: loaded where the scenario says, loopback unless allowed."""

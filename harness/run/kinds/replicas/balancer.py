@@ -1,6 +1,6 @@
 """nginx in front of a build's replicas: found on the machine, configured per build, run as a child.
 
-A build with ``replicas: N`` (``harness.run.target_replicas``) answers through
+A build with ``replicas: N`` (``harness.run.kinds.replicas.target``) answers through
 a real load balancer, as a service scaled out in production does: Debian's
 nginx, started by the harness with a config it writes into the build's
 folder (``nginx.conf``). The config keeps nginx out of the way of what the
@@ -26,7 +26,7 @@ run measures:
 
 One difference from the other children: nginx rewrites its environment's
 memory for its process titles, so ``/proc/<pid>/environ`` of its processes no
-longer shows ``HARNESS_RUN_ID`` (``cleanup.leftover_processes`` does not see
+longer shows ``HARNESS_RUN_ID`` (``harness.run.cleanup.leftover_processes`` does not see
 them). They stop with their process group like any child's: the guard's
 SIGTERM, then SIGKILL, reaches the master and its worker (a worker outlives a
 master killed alone, so it is the group that must be killed, and is).
@@ -118,7 +118,7 @@ def nginx_config(
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
     return f"""\
-# Written by the harness for this build (harness/run/balancer.py); started as
+# Written by the harness for this build (harness/run/kinds/replicas/balancer.py); started as
 # `nginx -p <this folder> -e stderr -c nginx.conf` and stopped with the build.
 daemon off;
 master_process on;

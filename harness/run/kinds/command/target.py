@@ -8,7 +8,8 @@ stdout and stderr in ``<build>/target.log``, and stops with the run's
 ``ProcessGroup``. ``target.json`` records the command as it was started.
 
 ``placeholder_values`` and ``metrics_url`` are shared with the other kinds the
-harness starts (a Docker container fills the same placeholders).
+harness starts (a Docker container fills the same placeholders):
+``harness.run.kinds.service``.
 """
 
 from __future__ import annotations
@@ -16,56 +17,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 
 from harness.core.errors import RunError
-from harness.core.net import LOOPBACK, port_of
+from harness.core.net import LOOPBACK
 from harness.results.io import write_text_atomic
-from harness.run.targets import Launch, ServiceTarget, TargetContext
-from harness.scenario.builds import CommandBuild, ServiceBuild
+from harness.run.kinds.service import ServiceTarget, metrics_url, placeholder_values
+from harness.run.targets import Kind, Launch, TargetContext
+from harness.scenario.builds.command import CommandBuild
 from harness.scenario.placeholders import fill
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports that were free a moment ago (for a process to bind)."""
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(sock)
-            sock.bind((LOOPBACK, 0))
-        return [port_of(s) for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-def placeholder_values(ctx: TargetContext, fixed_port: int | None) -> dict[str, str]:
-    """What each placeholder stands for in one build's run (ports picked now)."""
-    port, metrics_port = free_ports(2)
-    return {
-        "port": str(fixed_port or port),
-        "metrics_port": str(metrics_port),
-        "pg_url": ctx.pg_url,
-        "run_dir": str(ctx.build_dir.parent.resolve()),
-        "build": ctx.build_dir.name,
-    }
-
-
-def metrics_url(build: ServiceBuild, values: Mapping[str, str]) -> str | None:
-    """Where a started build's metrics are scraped; ``None`` when ``metrics.path`` is null."""
-    if build.metrics.path is None:
-        return None
-    port = build.metrics.port
-    if isinstance(port, int):
-        number = str(port)
-    elif build.metrics_on_side_port:
-        number = values["metrics_port"]
-    else:
-        number = values["port"]
-    return f"http://{LOOPBACK}:{number}{build.metrics.path}"
 
 
 def find_program(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
@@ -105,3 +66,7 @@ class CommandTarget(ServiceTarget[CommandBuild]):
 
     def collect(self, build_dir: Path) -> None:
         """Nothing to collect: its log is already ``target.log``."""
+
+
+KIND = Kind("command", CommandBuild, CommandTarget)
+"""A process of the user's, started, watched and stopped by the harness."""

@@ -1,7 +1,7 @@
 """Runs one ``docker`` build's container for as long as the process lives, then removes it.
 
-``python -m harness.run.docker_runner --spec <build>/target.json``, started by the
-orchestrator in the build's process group (``harness.run.target_docker`` writes
+``python -m harness.run.kinds.docker.runner --spec <build>/target.json``, started by the
+orchestrator in the build's process group (``harness.run.kinds.docker.target`` writes
 the spec: image id, name, labels, environment, command, network, ports, and
 the descriptor of a bound loopback listener). It
 

@@ -1,0 +1,2 @@
+"""The ``shop`` kind: the reference shop alone (``target``; settings
+``harness.scenario.builds.shop``)."""

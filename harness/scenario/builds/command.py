@@ -1,0 +1,46 @@
+"""The ``command`` kind's settings: a process the harness starts, stops, and logs.
+
+Its output goes to ``<build>/target.log``; the code that runs it is
+``harness.run.kinds.command``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+from pydantic import AfterValidator, Field, model_validator
+
+from harness.scenario.builds.base import YamlPath
+from harness.scenario.builds.service import ServiceBuild
+from harness.scenario.placeholders import Argv, Env, no_placeholders
+
+
+class CommandBuild(ServiceBuild):
+    """A process the harness starts in its own process group and stops at the end."""
+
+    kind: ClassVar[str] = "command"
+    command: Argv = Field(description="argv list, or a string split like a shell would")
+    cwd: Annotated[str, AfterValidator(no_placeholders)] = Field(
+        ".", min_length=1, description="working folder, relative to the scenario file's folder"
+    )
+    env: Env = Field(default_factory=dict)
+    port: int | None = Field(
+        None, ge=1, le=65535, description="fixed port the service listens on; default: {port}"
+    )
+
+    def templated(self) -> Iterator[str]:
+        yield from self.command
+        yield from self.env.values()
+
+    @model_validator(mode="after")
+    def _told_where_to_listen(self) -> CommandBuild:
+        self._check_port_given(self.port, "command or env")
+        return self
+
+    def folder_problems(self, at: YamlPath, base_dir: Path) -> list[tuple[YamlPath, str]]:
+        folder = base_dir / self.cwd
+        if not folder.is_dir():
+            return [((*at, "cwd"), f"{self.cwd!r} is not a folder (looked for {folder})")]
+        return []
