@@ -17,14 +17,13 @@ closed afterwards).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.results.io import RunFolder, harness_version, host_info, utc_now
+from harness.results.manifest import SCHEMA, BuildRecord, ManifestRecord, Status
 from harness.scenario.schema import LoadedScenario
-
-STATUSES = ("running", "completed", "interrupted", "failed", "crashed")
 
 
 def boot_id() -> str | None:
@@ -76,7 +75,8 @@ def identity_alive(identity: dict[str, Any]) -> bool:
 
 @dataclass
 class Manifest:
-    """The fields of ``manifest.json``; ``builds`` maps a build key to what it recorded."""
+    """The run's side of ``manifest.json`` (``results.manifest.ManifestRecord``, the file's
+    type); ``builds`` maps a build key to what it recorded."""
 
     scenario_name: str
     scenario_file: str
@@ -87,12 +87,12 @@ class Manifest:
     started_at: str
     run_id: str
     repeat: int = 1
-    status: str = "running"
+    status: Status = "running"
     ended_at: str | None = None
     error: str | None = None
     orchestrator: dict[str, Any] = field(default_factory=process_identity)
     """The ``harness run`` process (``process_identity``): alive while the run is."""
-    builds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    builds: dict[str, BuildRecord] = field(default_factory=dict)
 
     @classmethod
     def begin(cls, loaded: LoadedScenario, run_id: str, repeat: int = 1) -> Manifest:
@@ -109,11 +109,31 @@ class Manifest:
             repeat=repeat,
         )
 
-    def end(self, status: str, error: str | None) -> None:
+    def end(self, status: Status, error: str | None) -> None:
         """Record how the run ended (``completed``, ``interrupted`` or ``failed``)."""
         self.status = status
         self.error = error
         self.ended_at = utc_now()
 
+    def record(self) -> ManifestRecord:
+        """What ``manifest.json`` holds now (the build records are the live ones)."""
+        return {
+            "schema": SCHEMA,
+            "scenario_name": self.scenario_name,
+            "scenario_file": self.scenario_file,
+            "scenario_sha256": self.scenario_sha256,
+            "seed": self.seed,
+            "harness_version": self.harness_version,
+            "host": self.host,
+            "started_at": self.started_at,
+            "run_id": self.run_id,
+            "repeat": self.repeat,
+            "status": self.status,
+            "ended_at": self.ended_at,
+            "error": self.error,
+            "orchestrator": self.orchestrator,
+            "builds": self.builds,
+        }
+
     def save(self, folder: RunFolder) -> None:
-        folder.save_manifest(asdict(self))
+        folder.save_manifest(self.record())

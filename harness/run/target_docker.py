@@ -41,12 +41,13 @@ import socket
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from harness.core.errors import InputError, RunError
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.core.selectors import CONTAINER_SOURCE
 from harness.results.io import write_text_atomic
+from harness.run.docker_runner import DOCKER_SPEC, DockerSpec
 from harness.run.health import LOG_TAIL_LINES
 from harness.run.manifest import process_identity
 from harness.run.target_command import metrics_url, placeholder_values
@@ -355,10 +356,10 @@ class DockerTarget(ServiceTarget[DockerBuild]):
         stats_url = f"http://{LOOPBACK}:{port_of(stats)}/metrics"
         stats_fd = stats.detach()
         try:
-            record = {
+            record: DockerSpec = {
                 "kind": build.kind,
-                "image": self.image["id"],
-                "image_tags": self.image["tags"],
+                "image": str(self.image["id"]),
+                "image_tags": cast(list[str], self.image["tags"]),
                 "name": name,
                 "labels": labels,
                 "env": env,
@@ -369,7 +370,7 @@ class DockerTarget(ServiceTarget[DockerBuild]):
                 "stop_timeout_s": STOP_TIMEOUT_S,
             }
             path = ctx.build_dir / "target.json"
-            write_text_atomic(path, json.dumps(record, indent=2))
+            write_text_atomic(path, DOCKER_SPEC.text(record))
         except BaseException:
             os.close(stats_fd)
             raise

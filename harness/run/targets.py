@@ -21,7 +21,6 @@ is also a ``Preflight``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -29,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from harness.core.handoff import Handoff
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.results.io import payments_from_sqlite, write_parquet_atomic, write_text_atomic
+from harness.results.manifest import KindRecord
 from harness.scenario.bounds import MAX_TIMEOUT_S
 from harness.scenario.builds import ServiceBuild
 from harness.scenario.schema import ShopBuild
@@ -98,7 +99,7 @@ class Launch:
     extra_metrics: Mapping[str, str] = field(default_factory=dict)
     """More scrape sources besides the target's own (source name -> URL of Prometheus
     text), e.g. a container's CPU and memory (``CONTAINER_SOURCE``)."""
-    record: Mapping[str, object] = field(default_factory=dict)
+    record: KindRecord = field(default_factory=lambda: KindRecord())
     """Entries the build's manifest records (a container's image: id, tags, digest)."""
     processes: tuple[Process, ...] = ()
     """More processes of the build, started in order (before ``argv``'s) and checked
@@ -202,6 +203,11 @@ def shop_settings(build: ShopBuild) -> dict[str, Any]:
     return build.model_dump(mode="json", by_alias=True, exclude={"replicas"})
 
 
+SHOP_CONFIG: Handoff[dict[str, Any]] = Handoff("shop-config", 1, ("pg-url", "db-path"))
+"""The shop's ``target.json`` (``harness.core.handoff``). The shop checks the schema itself
+(``targets.shop.config.SCHEMA``, which must say the same): it never imports the harness."""
+
+
 class ShopTarget:
     """The reference shop (``python -m targets.shop``) on two loopback listeners it inherits.
 
@@ -233,7 +239,7 @@ class ShopTarget:
                 "db-path": str(ctx.build_dir / "shop.sqlite"),
             }
             path = ctx.build_dir / "target.json"
-            write_text_atomic(path, json.dumps(config, indent=2))
+            write_text_atomic(path, SHOP_CONFIG.text(config))
         except BaseException:
             for fd in fds:
                 os.close(fd)
