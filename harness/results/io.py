@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from harness.core.errors import RunError
-from harness.results.manifest import ManifestRecord
+from harness.results.manifest import HostInfo, ManifestRecord
 
 SAMPLE_DTYPES = {
     "endpoint": "string",
@@ -77,7 +77,7 @@ def harness_version() -> str:
         return "0+unknown"
 
 
-def host_info() -> dict[str, Any]:
+def host_info() -> HostInfo:
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),

@@ -32,6 +32,39 @@ Status = Literal["running", "completed", "interrupted", "failed", "crashed"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 
 
+class HostInfo(TypedDict):
+    hostname: str
+    platform: str
+    python: str
+    cpus: int | None
+
+
+class ProcessIdentity(TypedDict):
+    """What tells a process apart from a later one that reuses its pid."""
+
+    pid: int
+    boot_id: str | None
+    """This boot of the machine (Linux); ``None`` where there is no such thing."""
+    start_ticks: int | None
+    """When it started, in clock ticks since boot; ``None``: no such live process."""
+
+
+class WorkerSummary(TypedDict):
+    """One Locust worker's last report, as the master keeps it (``harness.load.master``)."""
+
+    host: str
+    client_id: str
+    state: str
+    planned: dict[str, int]
+    sent: dict[str, int]
+    done: dict[str, int]
+    dropped: NotRequired[dict[str, int]]
+    """Absent in manifests written before ``max-in-flight``."""
+    max_lateness_s: float
+    silent_s: float
+    error: str | None
+
+
 class KindRecord(TypedDict, total=False):
     """What a build kind adds to its build's record (``Launch.record``)."""
 
@@ -74,7 +107,7 @@ class BuildRecord(KindRecord):
     """Unix time of the measured window's start (after warmup)."""
     load_master: NotRequired[str]
     load_external_workers: NotRequired[bool]
-    load_workers: NotRequired[dict[str, dict[str, Any]]]
+    load_workers: NotRequired[dict[str, WorkerSummary]]
     """By worker number, its last report: ``host``, ``state``, ``planned``, ``sent``, ..."""
     error: NotRequired[str]
     log_tail: NotRequired[str]
@@ -95,15 +128,14 @@ class ManifestRecord(TypedDict):
     scenario_sha256: str
     seed: int
     harness_version: str
-    host: dict[str, Any]
-    """``hostname``, ``platform``, ``python``, ``cpus``."""
+    host: HostInfo
     started_at: str
     run_id: str
     repeat: int
     status: Status
     ended_at: str | None
     error: str | None
-    orchestrator: NotRequired[dict[str, Any]]
+    orchestrator: NotRequired[ProcessIdentity]
     """The ``harness run`` process: ``pid``, ``boot_id``, ``start_ticks`` (absent before it)."""
     builds: dict[str, BuildRecord]
 

@@ -17,12 +17,20 @@ closed afterwards).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.results.io import RunFolder, harness_version, host_info, utc_now
-from harness.results.manifest import SCHEMA, BuildRecord, ManifestRecord, Status
+from harness.results.manifest import (
+    SCHEMA,
+    BuildRecord,
+    HostInfo,
+    ManifestRecord,
+    ProcessIdentity,
+    Status,
+)
 from harness.scenario.schema import LoadedScenario
 
 
@@ -47,13 +55,13 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
-def process_identity(pid: int | None = None) -> dict[str, Any]:
+def process_identity(pid: int | None = None) -> ProcessIdentity:
     """What tells this process (or ``pid``) apart from a later one that reuses its pid."""
     pid = os.getpid() if pid is None else pid
     return {"pid": pid, "boot_id": boot_id(), "start_ticks": start_ticks(pid)}
 
 
-def identity_alive(identity: dict[str, Any]) -> bool:
+def identity_alive(identity: Mapping[str, Any]) -> bool:
     """Whether the process ``process_identity`` described is still running."""
     pid = identity.get("pid")
     if not isinstance(pid, int):
@@ -83,14 +91,14 @@ class Manifest:
     scenario_sha256: str
     seed: int
     harness_version: str
-    host: dict[str, Any]
+    host: HostInfo
     started_at: str
     run_id: str
     repeat: int = 1
     status: Status = "running"
     ended_at: str | None = None
     error: str | None = None
-    orchestrator: dict[str, Any] = field(default_factory=process_identity)
+    orchestrator: ProcessIdentity = field(default_factory=process_identity)
     """The ``harness run`` process (``process_identity``): alive while the run is."""
     builds: dict[str, BuildRecord] = field(default_factory=dict)
 
