@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from harness.results.io import RunFolder, harness_version, host_info, utc_now
 from harness.results.manifest import (
     SCHEMA,
     BuildRecord,
-    HostInfo,
     ManifestRecord,
     ProcessIdentity,
     Status,
@@ -81,67 +79,44 @@ def identity_alive(identity: Mapping[str, Any]) -> bool:
     return True
 
 
-@dataclass
 class Manifest:
-    """The run's side of ``manifest.json`` (``results.manifest.ManifestRecord``, the file's
-    type); ``builds`` maps a build key to what it recorded."""
+    """The run's ``manifest.json`` as it is written: one ``ManifestRecord`` (the file's type,
+    ``harness.results.manifest``), changed in place and saved after every step."""
 
-    scenario_name: str
-    scenario_file: str
-    scenario_sha256: str
-    seed: int
-    harness_version: str
-    host: HostInfo
-    started_at: str
-    run_id: str
-    repeat: int = 1
-    status: Status = "running"
-    ended_at: str | None = None
-    error: str | None = None
-    orchestrator: ProcessIdentity = field(default_factory=process_identity)
-    """The ``harness run`` process (``process_identity``): alive while the run is."""
-    builds: dict[str, BuildRecord] = field(default_factory=dict)
+    def __init__(self, record: ManifestRecord) -> None:
+        self.record = record
+
+    @property
+    def builds(self) -> dict[str, BuildRecord]:
+        """Build key -> what the build recorded (the live records: change them, then save)."""
+        return self.record["builds"]
 
     @classmethod
     def begin(cls, loaded: LoadedScenario, run_id: str, repeat: int = 1) -> Manifest:
         """A manifest for a run starting now, on this host, with this harness."""
         return cls(
-            scenario_name=loaded.scenario.name,
-            scenario_file=loaded.path,
-            scenario_sha256=loaded.sha256,
-            seed=loaded.scenario.seed,
-            harness_version=harness_version(),
-            host=host_info(),
-            started_at=utc_now(),
-            run_id=run_id,
-            repeat=repeat,
+            {
+                "schema": SCHEMA,
+                "scenario_name": loaded.scenario.name,
+                "scenario_file": loaded.path,
+                "scenario_sha256": loaded.sha256,
+                "seed": loaded.scenario.seed,
+                "harness_version": harness_version(),
+                "host": host_info(),
+                "started_at": utc_now(),
+                "run_id": run_id,
+                "repeat": repeat,
+                "status": "running",
+                "ended_at": None,
+                "error": None,
+                "orchestrator": process_identity(),
+                "builds": {},
+            }
         )
 
     def end(self, status: Status, error: str | None) -> None:
         """Record how the run ended (``completed``, ``interrupted`` or ``failed``)."""
-        self.status = status
-        self.error = error
-        self.ended_at = utc_now()
-
-    def record(self) -> ManifestRecord:
-        """What ``manifest.json`` holds now (the build records are the live ones)."""
-        return {
-            "schema": SCHEMA,
-            "scenario_name": self.scenario_name,
-            "scenario_file": self.scenario_file,
-            "scenario_sha256": self.scenario_sha256,
-            "seed": self.seed,
-            "harness_version": self.harness_version,
-            "host": self.host,
-            "started_at": self.started_at,
-            "run_id": self.run_id,
-            "repeat": self.repeat,
-            "status": self.status,
-            "ended_at": self.ended_at,
-            "error": self.error,
-            "orchestrator": self.orchestrator,
-            "builds": self.builds,
-        }
+        self.record.update({"status": status, "error": error, "ended_at": utc_now()})
 
     def save(self, folder: RunFolder) -> None:
-        folder.save_manifest(self.record())
+        folder.save_manifest(self.record)

@@ -25,6 +25,7 @@ from harness.load.plan import DROPPED, PROTOCOL, EndpointPlan, LoadPlan, idempot
 from harness.run.loadgen import locust_argv, read_progress
 from tests.conftest import ROOT
 from tests.load.locust_process import go_when_ready, start_locust
+from tests.load.test_plan import _plan
 
 pytestmark = pytest.mark.integration
 
@@ -153,17 +154,7 @@ def test_max_in_flight_drops_what_finds_the_cap_full_and_counts_it_apart(tmp_pat
 
 
 def test_a_plan_of_another_harness_version_is_refused_with_exit_3(tmp_path: Path) -> None:
-    plan = LoadPlan(
-        base_url="http://127.0.0.1:9",
-        seed=5,
-        warmup_s=0.0,
-        duration_s=1.0,
-        drain_s=1.0,
-        endpoints={"p": EndpointPlan("GET", "/p", 1.0, 1.0)},
-        samples_path=str(tmp_path / "samples.csv"),
-        progress_path=str(tmp_path / "progress.json"),
-        go_path=str(tmp_path / "go.json"),
-    )
+    plan = _plan(tmp_path, p=EndpointPlan("GET", "/p", 1.0, 1.0))
     newer = json.loads(plan.handoff()) | {"schema": f"harness.load-plan/{PROTOCOL + 1}"}
     (tmp_path / "plan.json").write_text(json.dumps(newer))
     done = subprocess.run(

@@ -76,7 +76,7 @@ def test_a_manifest_the_run_writes_round_trips_through_its_type(tmp_path: Path) 
     written = json.loads(path.read_text())
     assert list(written)[0] == "schema" and written["schema"] == SCHEMA
     assert _conforms(written, ManifestRecord, "manifest") == []
-    assert read_manifest(path) == manifest.record()  # nothing filled in, nothing lost
+    assert read_manifest(path) == manifest.record  # nothing filled in, nothing lost
 
 
 def test_a_partial_record_gets_the_start_defaults_and_keeps_its_own() -> None:
