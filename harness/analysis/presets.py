@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.core.errors import InputError
 from harness.core.selectors import CANONICAL_SERIES, Selector, parse_selector
+from harness.results.manifest import BuildRecord
 
 BREAKER_STATES = {"closed": 0, "open": 1, "half_open": 2, "disabled": 3, "forced_open": 4}
 """Numeric codes of breaker states in the canonical ``breaker_state`` series."""
@@ -226,21 +227,14 @@ def _narrow(source: Source, label: str, value: str) -> Source:
     return source.with_labels(**{label: value})
 
 
-def preset_for(info: Mapping[str, Any]) -> Preset:
+def preset_for(info: BuildRecord) -> Preset:
     """The preset of a build as its manifest entry records it (``Preset.describe``).
 
-    ``preset`` (a name; ``shop`` when absent, as runs before presets were
-    recorded used it), ``metrics_map`` and ``breaker``. A manifest naming an
-    unknown preset or a bad selector is an ``InputError``.
+    ``preset``, ``metrics_map`` and ``breaker`` (``harness.results.manifest`` gives
+    a record written before them the shop's). A manifest naming an unknown preset
+    or a bad selector is an ``InputError``.
     """
-    name = info.get("preset")
-    overrides = info.get("metrics_map") or {}
-    breaker = info.get("breaker")
     try:
-        return resolve_preset(
-            str(name) if name else "shop",
-            {str(k): str(v) for k, v in dict(overrides).items()},
-            None if breaker is None else str(breaker),
-        )
+        return resolve_preset(info["preset"], info["metrics_map"], info["breaker"])
     except ValueError as exc:
         raise InputError(f"the manifest's metrics settings: {exc}") from None

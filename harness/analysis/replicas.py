@@ -24,11 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
 from harness.analysis.series import CANONICAL_SERIES, map_canonical, preset_for
+from harness.results.manifest import BuildRecord
 
 TARGET_SOURCE = "target"
 """The scrape source of a build of one process."""
@@ -41,13 +41,13 @@ def replica_source(index: int) -> str:
     return f"{TARGET_SOURCE}.{index}"
 
 
-def replica_count(info: Mapping[str, Any]) -> int:
-    """How many target processes a build ran, as its manifest entry records it (1 when absent)."""
-    value = info.get("replicas")
-    return int(value) if isinstance(value, int | float) and value > 1 else 1
+def replica_count(info: BuildRecord) -> int:
+    """How many target processes a build ran, as its manifest entry records it (1 when absent:
+    a build without ``replicas``)."""
+    return max(1, info.get("replicas", 1))
 
 
-def target_sources(info: Mapping[str, Any]) -> list[str]:
+def target_sources(info: BuildRecord) -> list[str]:
     """The scrape sources of a build's target processes: ``target``, or one per replica."""
     n = replica_count(info)
     return [TARGET_SOURCE] if n == 1 else [replica_source(i) for i in range(n)]
@@ -78,7 +78,7 @@ def _by_name(frame: pd.DataFrame) -> dict[str, pd.Series]:
     }
 
 
-def target_series(metrics: pd.DataFrame, info: Mapping[str, Any]) -> TargetSeries:
+def target_series(metrics: pd.DataFrame, info: BuildRecord) -> TargetSeries:
     """The build's canonical target series through the preset its manifest entry records."""
     preset = preset_for(info)
     sources = target_sources(info)

@@ -6,6 +6,12 @@ on sockets it bound, and starts the time line later (``POST /__admin/start``);
 and the schedule's clock starting now, for a person running the gateway alone.
 Exit codes: 2 bad input (an option, the scenario), 3 a port cannot be bound or
 the ledger cannot be written.
+
+Unlike the load generator and the target, the gateway gets no versioned
+hand-off file: it reads the run's copy of the scenario, the file a person
+gives ``harness pg``, through the scenario loader, whose checks (every key and
+value, with file and line) are stronger than a schema tag's
+(``harness.core.handoff`` says more).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from locust.env import Environment
 from locust.rpc.protocol import Message
 from locust.runners import MasterRunner, WorkerRunner
 
+from harness.core.handoff import HandoffError
 from harness.core.net import is_loopback
 from harness.load.master import Coordinator
 from harness.load.plan import PROTOCOL, LoadPlan, Paths, idempotency_key, schedule
@@ -84,6 +85,9 @@ class OpenModelUser(User):
                 self._run_as_worker(runner)
             else:
                 self._run_alone()
+        except HandoffError as exc:  # a plan.json of another harness version: say which
+            _refuse(self.environment, exc)
+            return
         except Exception as exc:  # a bug, not a slow server: stop the run and say why
             if _NODE.recorder is not None:
                 _NODE.recorder.fail(f"the scheduler failed: {type(exc).__name__}: {exc}")
@@ -250,6 +254,14 @@ def _wait_for_go(plan: LoadPlan) -> float:
     raise RuntimeError("the orchestrator never said go")
 
 
+def _refuse(environment: Environment, exc: HandoffError) -> None:
+    """Stop on a hand-off this process cannot read: its reason in ``load.log``, exit 3."""
+    print(f"load generator: {exc}", flush=True)
+    environment.process_exit_code = 3
+    if environment.runner is not None:
+        gevent.spawn(environment.runner.quit)
+
+
 def _on_plan(environment: Environment, msg: Message, **_: Any) -> None:
     _NODE.plan.set(msg.data)
 
@@ -261,7 +273,11 @@ def _on_go(environment: Environment, msg: Message, **_: Any) -> None:
 def _on_init(environment: Environment, **_: Any) -> None:
     """Give the master its coordinator, once Locust's runner exists."""
     if isinstance(environment.runner, MasterRunner):
-        plan = LoadPlan.read(os.environ["HARNESS_LOAD_PLAN"])
+        try:
+            plan = LoadPlan.read(os.environ["HARNESS_LOAD_PLAN"])
+        except HandoffError as exc:
+            _refuse(environment, exc)
+            return
         _NODE.coordinator = Coordinator(environment, plan)
         gevent.spawn(_NODE.coordinator.run)
 

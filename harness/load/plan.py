@@ -23,18 +23,20 @@ from __future__ import annotations
 
 import functools
 import heapq
-import json
 import random
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.core.handoff import Handoff
 from harness.core.rates import RateProfile
 
 PROTOCOL = 3
-"""Version of the messages between a Locust master and its workers (``harness.load.master``)."""
+"""Version of what the load generator is handed: ``plan.json`` (its ``schema`` says it) and the
+messages between a Locust master and its workers (``harness.load.master``), which carry the
+same plan. One number for both: a plan a worker gets by message is the file's payload."""
 
 SAMPLE_COLUMNS = (
     "endpoint",
@@ -144,12 +146,27 @@ class LoadPlan:
         }
         return cls(endpoints=endpoints, **data)
 
+    def handoff(self) -> str:
+        """``plan.json``'s text: the plan under ``LOAD_PLAN``'s schema."""
+        return LOAD_PLAN.text(self.to_json())
+
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_json(), indent=2))
+        path.write_text(self.handoff())
 
     @classmethod
     def read(cls, path: str | Path) -> LoadPlan:
-        return cls.from_json(json.loads(Path(path).read_text()))
+        """The plan in ``plan.json``; ``HandoffError`` when another harness version wrote it."""
+        return cls.from_json(LOAD_PLAN.read(path))
+
+
+LOAD_PLAN: Handoff[dict[str, Any]] = Handoff(
+    "load-plan",
+    PROTOCOL,
+    required=tuple(
+        f.name for f in fields(LoadPlan) if f.default is MISSING and f.default_factory is MISSING
+    ),
+)
+"""``plan.json``, the load generator's hand-off (``harness.core.handoff``)."""
 
 
 # ---------------------------------------------------------------- arrivals

@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from harness.core.errors import RunError
+from harness.results.manifest import HostInfo, ManifestRecord
 
 SAMPLE_DTYPES = {
     "endpoint": "string",
@@ -76,7 +77,7 @@ def harness_version() -> str:
         return "0+unknown"
 
 
-def host_info() -> dict[str, Any]:
+def host_info() -> HostInfo:
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
@@ -282,7 +283,7 @@ class RunFolder:
             raise write_error(path, exc) from exc
         return path
 
-    def save_manifest(self, data: dict[str, Any]) -> None:
+    def save_manifest(self, data: ManifestRecord) -> None:
         """Write ``manifest.json``; on a full disk, free the reserve and try once more."""
         try:
             write_json_atomic(self.path / "manifest.json", data)

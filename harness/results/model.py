@@ -17,10 +17,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -33,18 +32,10 @@ from harness.results.io import (
     ledger_from_csv,
     merged_samples,
 )
+from harness.results.manifest import BuildRecord, ManifestRecord, build_record, read_manifest
 
 if TYPE_CHECKING:
     from harness.scenario.schema import Scenario
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _recorded_t0(info: dict[str, Any]) -> float | None:
-    """The measured window's start as the manifest recorded it, if it did."""
-    return _number(info.get("t0"))
 
 
 @dataclass
@@ -54,7 +45,9 @@ class BuildResult:
     name: str
     samples: pd.DataFrame
     metrics: pd.DataFrame
-    info: dict[str, Any] = field(default_factory=dict)
+    info: BuildRecord = field(default_factory=lambda: build_record("", {}))
+    """The build's manifest record; one given with keys missing gets their defaults
+    (``results.manifest.start_defaults``), as a manifest read back does."""
     ledger: pd.DataFrame = field(default_factory=lambda: empty_frame(LEDGER_DTYPES))
     """Every call the gateway received (``pg.parquet``)."""
     payments: pd.DataFrame = field(default_factory=lambda: empty_frame(PAYMENT_DTYPES))
@@ -62,21 +55,23 @@ class BuildResult:
     warmup_s: float = 0.0
     """The scenario's warmup; only used to infer ``t0`` when the manifest lacks it."""
 
+    def __post_init__(self) -> None:
+        self.info = build_record(self.name, self.info)
+
     @property
     def build(self) -> str:
         """The scenario's build name (``name`` is ``before.r2`` for repetition 2)."""
-        return str(self.info.get("build", self.name))
+        return self.info["build"]
 
     @property
     def repetition(self) -> int:
-        return int(self.info.get("repetition", 1))
+        return self.info["repetition"]
 
     @property
-    def preset(self) -> str | None:
+    def preset(self) -> str:
         """The metrics preset the manifest names (``analysis.series.preset_for`` reads it, with
         ``metrics_map`` and ``breaker``)."""
-        name = self.info.get("preset")
-        return None if name is None else str(name)
+        return self.info["preset"]
 
     @property
     def t0(self) -> float:
@@ -88,10 +83,10 @@ class BuildResult:
         start (the schedule's first request is intended at the load's start),
         else the first scrape; 0 when there is nothing at all.
         """
-        recorded = _recorded_t0(self.info)
+        recorded = self.info.get("t0")
         if recorded is not None:
             return recorded
-        load_start = _number(self.info.get("load_start"))
+        load_start = self.info.get("load_start")
         if load_start is None and len(self.samples):
             load_start = float(self.samples["intended_start"].min())
         if load_start is None and len(self.metrics):
@@ -104,7 +99,7 @@ class RunResult:
     """A run folder loaded back: manifest plus each build's frames."""
 
     path: Path
-    manifest: dict[str, Any]
+    manifest: ManifestRecord
     builds: dict[str, BuildResult]
 
     @property
@@ -126,7 +121,7 @@ def latest(root: str | Path = "results", scenario: str | None = None) -> Path:
 
 def _warmup_s(run: RunResult) -> float:
     """The run's warmup, read from its scenario copy only when some build needs it for ``t0``."""
-    needed = any(_recorded_t0(b.info) is None for b in run.builds.values())
+    needed = any("t0" not in b.info for b in run.builds.values())
     if not needed or not (run.path / "scenario.yaml").exists():
         return 0.0
     return run.scenario.warmup
@@ -138,9 +133,9 @@ def load(run_dir: str | Path) -> RunResult:
     manifest_path = path / "manifest.json"
     if not manifest_path.exists():
         raise InputError(f"{path}: not a run folder (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = read_manifest(manifest_path)
     builds: dict[str, BuildResult] = {}
-    for name, info in manifest.get("builds", {}).items():
+    for name, info in manifest["builds"].items():
         bdir = path / name
         samples_path = bdir / "samples.parquet"
         metrics_path = bdir / "metrics.parquet"

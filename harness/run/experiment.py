@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -38,6 +38,7 @@ from harness.results.io import (
     write_parquet_atomic,
     write_text_atomic,
 )
+from harness.results.manifest import BuildRecord, Status
 from harness.run.events import RunListener
 from harness.run.health import check_metrics, log_tail, wait_healthy
 from harness.run.kinds.registry import check_remote, target_for
@@ -149,7 +150,7 @@ class Experiment:
             self.folder.close()
         return self.run_dir
 
-    def _end(self, status: str, error: str | None) -> None:
+    def _end(self, status: Status, error: str | None) -> None:
         self.manifest.end(status, error)
         try:
             self.save_manifest()
@@ -162,7 +163,7 @@ class Experiment:
         target = self.targets[name]
         key = name if self.repeat == 1 else f"{name}.r{repetition}"
         bdir = self.folder.make_dir(key)
-        info: dict[str, Any] = {
+        info: BuildRecord = {
             "build": name,
             "repetition": repetition,
             "status": "running",
@@ -206,7 +207,7 @@ class Experiment:
             raise unsaved
 
     def _start_processes(
-        self, target: Target, bdir: Path, group: ProcessGroup, info: dict[str, Any]
+        self, target: Target, bdir: Path, group: ProcessGroup, info: BuildRecord
     ) -> Scraper:
         # The gateway gets two listeners: its API (which a `refuse` fault stops) and a
         # control port for /metrics and /__admin that always answers.
@@ -225,12 +226,14 @@ class Experiment:
                 )
             )
             info.update(
-                pg_url=pg_url,
-                pg_control_url=control_url,
-                target_url=launch.url,
-                target_metrics_url=launch.metrics_url,
+                {
+                    "pg_url": pg_url,
+                    "pg_control_url": control_url,
+                    "target_url": launch.url,
+                    "target_metrics_url": launch.metrics_url,
+                }
             )
-            info.update(launch.record)
+            info.update(cast(BuildRecord, launch.record))  # KindRecord: BuildRecord's own part
             group.start(
                 "pg",
                 [sys.executable, "-m", "harness.gateway",
@@ -287,10 +290,10 @@ class Experiment:
         group: ProcessGroup,
         scraper: Scraper,
         preset: Preset,
-        info: dict[str, Any],
+        info: BuildRecord,
     ) -> None:
         plan = plan_for(self.scenario, info["target_url"], bdir, self.load_workers.count)
-        write_json_atomic(bdir / "plan.json", plan.to_json())
+        write_text_atomic(bdir / "plan.json", plan.handoff())
         load, ready_s = self._start_load(plan, bdir, group, info)
         info["processes"] = group.pids()
         progress_path = Path(plan.progress_path)
@@ -307,7 +310,7 @@ class Experiment:
             f"{info['pg_control_url']}/__admin/start", json={"t0": t0}, timeout=5
         ).raise_for_status()
         write_json_atomic(Path(plan.go_path), {"start_at": start_at})
-        info.update(load_start=start_at, t0=t0)
+        info.update({"load_start": start_at, "t0": t0})
         self.save_manifest()
         try:
             watch_load(
@@ -326,7 +329,7 @@ class Experiment:
                 info["load_workers"] = read_progress(progress_path).get("workers", {})
 
     def _start_load(
-        self, plan: LoadPlan, bdir: Path, group: ProcessGroup, info: dict[str, Any]
+        self, plan: LoadPlan, bdir: Path, group: ProcessGroup, info: BuildRecord
     ) -> tuple[Child, float]:
         """Start Locust (a master and its local workers, when distributed); how long to wait."""
         env = {"HARNESS_LOAD_PLAN": str(bdir / "plan.json")}
@@ -347,7 +350,7 @@ class Experiment:
         return master, ready_s
 
     def _save_build(
-        self, bdir: Path, scraper: Scraper | None, target: Target, info: dict[str, Any]
+        self, bdir: Path, scraper: Scraper | None, target: Target, info: BuildRecord
     ) -> RunError | None:
         """Write the build's result files, each on its own, whatever happened before.
 
@@ -371,7 +374,12 @@ class Experiment:
             info["scrape_failures"] = dict(scraper.failures)
             if scraper.spool_error is not None:
                 info["metrics_spool_error"] = scraper.spool_error
-        attempt(lambda: info.update(keep_live_logs(bdir)))
+
+        def keep_logs() -> None:
+            kept = keep_live_logs(bdir)
+            info["samples"], info["pg_calls"] = kept["samples"], kept["pg_calls"]
+
+        attempt(keep_logs)
         attempt(lambda: target.collect(bdir))
         if not problems:
             return None

@@ -17,14 +17,19 @@ closed afterwards).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.results.io import RunFolder, harness_version, host_info, utc_now
+from harness.results.manifest import (
+    SCHEMA,
+    BuildRecord,
+    ManifestRecord,
+    ProcessIdentity,
+    Status,
+)
 from harness.scenario.schema import LoadedScenario
-
-STATUSES = ("running", "completed", "interrupted", "failed", "crashed")
 
 
 def boot_id() -> str | None:
@@ -48,13 +53,13 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
-def process_identity(pid: int | None = None) -> dict[str, Any]:
+def process_identity(pid: int | None = None) -> ProcessIdentity:
     """What tells this process (or ``pid``) apart from a later one that reuses its pid."""
     pid = os.getpid() if pid is None else pid
     return {"pid": pid, "boot_id": boot_id(), "start_ticks": start_ticks(pid)}
 
 
-def identity_alive(identity: dict[str, Any]) -> bool:
+def identity_alive(identity: Mapping[str, Any]) -> bool:
     """Whether the process ``process_identity`` described is still running."""
     pid = identity.get("pid")
     if not isinstance(pid, int):
@@ -74,46 +79,44 @@ def identity_alive(identity: dict[str, Any]) -> bool:
     return True
 
 
-@dataclass
 class Manifest:
-    """The fields of ``manifest.json``; ``builds`` maps a build key to what it recorded."""
+    """The run's ``manifest.json`` as it is written: one ``ManifestRecord`` (the file's type,
+    ``harness.results.manifest``), changed in place and saved after every step."""
 
-    scenario_name: str
-    scenario_file: str
-    scenario_sha256: str
-    seed: int
-    harness_version: str
-    host: dict[str, Any]
-    started_at: str
-    run_id: str
-    repeat: int = 1
-    status: str = "running"
-    ended_at: str | None = None
-    error: str | None = None
-    orchestrator: dict[str, Any] = field(default_factory=process_identity)
-    """The ``harness run`` process (``process_identity``): alive while the run is."""
-    builds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    def __init__(self, record: ManifestRecord) -> None:
+        self.record = record
+
+    @property
+    def builds(self) -> dict[str, BuildRecord]:
+        """Build key -> what the build recorded (the live records: change them, then save)."""
+        return self.record["builds"]
 
     @classmethod
     def begin(cls, loaded: LoadedScenario, run_id: str, repeat: int = 1) -> Manifest:
         """A manifest for a run starting now, on this host, with this harness."""
         return cls(
-            scenario_name=loaded.scenario.name,
-            scenario_file=loaded.path,
-            scenario_sha256=loaded.sha256,
-            seed=loaded.scenario.seed,
-            harness_version=harness_version(),
-            host=host_info(),
-            started_at=utc_now(),
-            run_id=run_id,
-            repeat=repeat,
+            {
+                "schema": SCHEMA,
+                "scenario_name": loaded.scenario.name,
+                "scenario_file": loaded.path,
+                "scenario_sha256": loaded.sha256,
+                "seed": loaded.scenario.seed,
+                "harness_version": harness_version(),
+                "host": host_info(),
+                "started_at": utc_now(),
+                "run_id": run_id,
+                "repeat": repeat,
+                "status": "running",
+                "ended_at": None,
+                "error": None,
+                "orchestrator": process_identity(),
+                "builds": {},
+            }
         )
 
-    def end(self, status: str, error: str | None) -> None:
+    def end(self, status: Status, error: str | None) -> None:
         """Record how the run ended (``completed``, ``interrupted`` or ``failed``)."""
-        self.status = status
-        self.error = error
-        self.ended_at = utc_now()
+        self.record.update({"status": status, "error": error, "ended_at": utc_now()})
 
     def save(self, folder: RunFolder) -> None:
-        folder.save_manifest(asdict(self))
+        folder.save_manifest(self.record)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from harness.results.manifest import KindRecord
 from harness.scenario.bounds import MAX_TIMEOUT_S
 from harness.scenario.builds.base import BuildSettings
 
@@ -97,7 +98,7 @@ class Launch:
     extra_metrics: Mapping[str, str] = field(default_factory=dict)
     """More scrape sources besides the target's own (source name -> URL of Prometheus
     text), e.g. a container's CPU and memory (``CONTAINER_SOURCE``)."""
-    record: Mapping[str, object] = field(default_factory=dict)
+    record: KindRecord = field(default_factory=lambda: KindRecord())
     """Entries the build's manifest records (a container's image: id, tags, digest)."""
     processes: tuple[Process, ...] = ()
     """More processes of the build, started in order (before ``argv``'s) and checked

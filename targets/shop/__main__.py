@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+import sys
 import threading
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -70,7 +71,11 @@ def main(argv: list[str] | None = None) -> None:
         "--config", required=True, help="settings file (see targets/shop/config.py)"
     )
     args = parser.parse_args(argv)
-    ShopServer(ShopConfig.from_file(args.config)).run()
+    try:
+        config = ShopConfig.from_file(args.config)
+    except ValueError as exc:  # said in target.log, which the harness shows: no traceback
+        sys.exit(f"shop: {exc}")
+    ShopServer(config).run()
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 The file is the build's block of the scenario as the harness validated it
 (kebab-case Resilience4j property names, durations already in seconds) plus
-where to listen and which gateway to call::
+where to listen and which gateway to call, under the hand-off's ``schema``::
 
-    {"profile": "retry-circuit-breaker", "workers": 200,
+    {"schema": "harness.shop-config/1",
+     "profile": "retry-circuit-breaker", "workers": 200,
      "pg-client": {"connect-timeout": 1.0, "read-timeout": 3.0},
      "resilience4j": {"retry": {"max-attempts": 2, "wait-duration": 0.1, ...},
                       "circuitbreaker": {"type": "resilience4j",
@@ -60,6 +61,11 @@ from targets.shop.resilience.decorators import (
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+
+SCHEMA = "harness.shop-config/1"
+"""The ``schema`` of the settings file this shop reads: the harness's hand-off
+(``harness.core.handoff``; ``SHOP_CONFIG`` in ``harness.run.kinds.shop.target`` says the
+same, and a test checks it). The version goes up when a key's meaning changes."""
 
 Profile = Literal["retry-only", "retry-circuit-breaker"]
 
@@ -187,7 +193,16 @@ class ShopConfig:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ShopConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read the harness's ``target.json``; one of another version is refused (see
+        ``SCHEMA``), so a shop started by another harness says so instead of misreading it."""
+        data = json.loads(Path(path).read_text())
+        found = data.pop("schema", None) if isinstance(data, dict) else None
+        if found != SCHEMA:
+            raise ValueError(
+                f"{path}: schema {found!r}, and this shop reads {SCHEMA!r}: it was written "
+                "by another version of the harness"
+            )
+        return cls.from_dict(data)
 
 
 C = TypeVar("C", bound="DataclassInstance")

@@ -5,6 +5,7 @@ import pytest
 from harness.analysis.presets import PRESETS, Combination, preset_for, resolve_preset
 from harness.core.errors import InputError
 from harness.core.selectors import CANONICAL_SERIES, Selector, parse_selector
+from harness.results.manifest import build_record
 
 
 def test_parse_selector_reads_the_exposition_syntax() -> None:
@@ -123,9 +124,10 @@ def test_resolve_preset_refuses_bad_input_with_the_key() -> None:
 
 
 def test_preset_for_reads_what_the_manifest_recorded() -> None:
-    assert preset_for({}) == PRESETS["shop"]  # runs before presets were recorded
+    old = build_record("b", {})  # a run before presets were recorded
+    assert preset_for(old) == PRESETS["shop"]
     info = {"preset": "opossum", "metrics_map": {"retries": "x_total"}, "breaker": "vendor"}
-    preset = preset_for(info)
+    preset = preset_for(build_record("b", info))
     assert preset.retries == Selector("x_total") and preset.breaker == "vendor"
     with pytest.raises(InputError, match="the manifest's metrics settings: unknown metrics"):
-        preset_for({"preset": "nope"})
+        preset_for(build_record("b", {"preset": "nope"}))

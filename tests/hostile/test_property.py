@@ -351,7 +351,8 @@ def _starts(scenario: Scenario) -> None:
             launch = ShopTarget(build).prepare(ctx)  # type: ignore[arg-type]
             try:
                 text = (bdir / "target.json").read_text()
-                ShopConfig.from_dict(json.loads(text, parse_constant=_no_constant))
+                json.loads(text, parse_constant=_no_constant)
+                ShopConfig.from_file(bdir / "target.json")
             finally:
                 for fd in launch.pass_fds:
                     os.close(fd)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -20,9 +21,11 @@ import pandas as pd
 import pytest
 
 from harness.analysis.endpoints import endpoint_stats
-from harness.load.plan import DROPPED, EndpointPlan, LoadPlan, idempotency_key
-from harness.run.loadgen import read_progress
+from harness.load.plan import DROPPED, PROTOCOL, EndpointPlan, LoadPlan, idempotency_key
+from harness.run.loadgen import locust_argv, read_progress
+from tests.conftest import ROOT
 from tests.load.locust_process import go_when_ready, start_locust
+from tests.load.test_plan import _plan
 
 pytestmark = pytest.mark.integration
 
@@ -148,3 +151,24 @@ def test_max_in_flight_drops_what_finds_the_cap_full_and_counts_it_apart(tmp_pat
     assert stats["latency_s"]["p50"] is not None and stats["latency_s"]["p50"] >= 0.5
     read = endpoint_stats(samples[samples["endpoint"] == "read"], t0, t0 + 2.0, 20.0)
     assert read["dropped"] == 0 and read["requests"] == 40 and read["success_pct"] == 100.0
+
+
+def test_a_plan_of_another_harness_version_is_refused_with_exit_3(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, p=EndpointPlan("GET", "/p", 1.0, 1.0))
+    newer = json.loads(plan.handoff()) | {"schema": f"harness.load-plan/{PROTOCOL + 1}"}
+    (tmp_path / "plan.json").write_text(json.dumps(newer))
+    done = subprocess.run(
+        locust_argv(plan),
+        cwd=ROOT,
+        env={**os.environ, "HARNESS_LOAD_PLAN": str(tmp_path / "plan.json")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert (
+        f"load generator: {tmp_path / 'plan.json'}: written by a newer harness "
+        f"(harness.load-plan/{PROTOCOL + 1}), and this one reads harness.load-plan/{PROTOCOL}"
+    ) in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+    assert not (tmp_path / "samples.csv").exists()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
 import pytest
 
+from harness.core.handoff import HandoffError
 from harness.load.plan import (
+    LOAD_PLAN,
+    PROTOCOL,
     EndpointPlan,
     LoadPlan,
     Paths,
@@ -169,3 +173,18 @@ def test_a_plan_with_shapes_round_trips(tmp_path: Path) -> None:
     back = LoadPlan.read(tmp_path / "plan.json")
     assert back == plan and back.workers == 3
     assert back.worker_samples_path(2) == str(tmp_path / "samples.2.csv")
+
+
+def test_plan_json_says_the_load_protocol_and_another_version_is_refused(tmp_path: Path) -> None:
+    plan = plan_for(_scenario(RAMP), "http://127.0.0.1:9", tmp_path)
+    plan.write(tmp_path / "plan.json")
+    document = json.loads((tmp_path / "plan.json").read_text())
+    assert document["schema"] == LOAD_PLAN.schema == f"harness.load-plan/{PROTOCOL}"
+    document["schema"] = f"harness.load-plan/{PROTOCOL - 1}"
+    (tmp_path / "plan.json").write_text(json.dumps(document))
+    with pytest.raises(HandoffError, match="written by an older harness"):
+        LoadPlan.read(tmp_path / "plan.json")
+    del document["schema"]  # a plan written before plan.json had one
+    (tmp_path / "plan.json").write_text(json.dumps(document))
+    with pytest.raises(HandoffError, match="no schema key"):
+        LoadPlan.read(tmp_path / "plan.json")

@@ -23,6 +23,7 @@ import pytest
 from harness.analysis.model import Report
 from harness.analysis.replicas import target_series
 from harness.core.errors import RunError
+from harness.results.manifest import build_record
 from harness.run.experiment import Experiment
 from harness.run.kinds.replicas import balancer
 from harness.scenario.loader import load_scenario
@@ -251,14 +252,15 @@ def test_replicated_series_are_summed_per_scrape_round() -> None:
         rows.append((t, source, "resilience4j_circuitbreaker_not_permitted_calls_total",
                      '{"name":"pg"}', float(blocked)))  # fmt: skip
     metrics = pd.DataFrame(rows, columns=["t", "source", "series", "labels", "value"])
-    target = target_series(metrics, {"preset": "shop", "replicas": 2})
+    target = target_series(metrics, build_record("scaled", {"replicas": 2}))
     assert list(target.series["busy_workers"].items()) == [(10.1, 5.0), (11.1, 9.0), (13.1, 2.0)]
     assert list(target.series["max_workers"]) == [16.0, 16.0, 16.0]
     assert list(target.series["blocked_calls"]) == [1.0, 7.0, 12.0]
     assert [list(r["busy_workers"]) for r in target.replicas] == [[2, 4, 6, 1], [3, 5, 1]]
     # The state gauge is missing from both: not measured, naming a replica.
     assert target.missing["breaker_state"].startswith("target.0: ")
-    one = target_series(metrics[metrics["source"] == "target.0"].assign(source="target"), {})
+    alone = metrics[metrics["source"] == "target.0"].assign(source="target")
+    one = target_series(alone, build_record("one", {}))
     assert one.replicas == [] and list(one.series["busy_workers"]) == [2, 4, 6, 1]
 
 

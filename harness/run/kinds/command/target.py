@@ -14,19 +14,34 @@ harness starts (a Docker container fills the same placeholders):
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 from harness.core.errors import RunError
+from harness.core.handoff import Handoff
 from harness.core.net import LOOPBACK
 from harness.results.io import write_text_atomic
 from harness.run.kinds.service import ServiceTarget, metrics_url, placeholder_values
 from harness.run.targets import Kind, Launch, TargetContext
 from harness.scenario.builds.command import CommandBuild
 from harness.scenario.placeholders import fill
+
+
+class CommandRecord(TypedDict):
+    """A command build's ``target.json``: the process as it was started (for people: no
+    child reads it, but it has the shape of the hand-offs that are read)."""
+
+    kind: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+
+
+COMMAND_RECORD: Handoff[CommandRecord] = Handoff("command-record", 1)
+"""A command build's ``target.json`` (``harness.core.handoff``)."""
 
 
 def find_program(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
@@ -54,8 +69,8 @@ class CommandTarget(ServiceTarget[CommandBuild]):
             raise RunError(
                 f"the build's command {argv[0]!r} was not found {where} (or is not executable)"
             )
-        record = {"kind": build.kind, "argv": argv, "cwd": str(cwd), "env": env}
-        write_text_atomic(ctx.build_dir / "target.json", json.dumps(record, indent=2))
+        record: CommandRecord = {"kind": build.kind, "argv": argv, "cwd": str(cwd), "env": env}
+        write_text_atomic(ctx.build_dir / "target.json", COMMAND_RECORD.text(record))
         return self.launch(
             f"http://{LOOPBACK}:{values['port']}",
             metrics_url(build, values),

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import signal
 import sys
 import threading
@@ -35,14 +34,43 @@ from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from harness.core.handoff import Handoff, HandoffError
 from harness.core.net import inherited_socket
 from harness.core.selectors import RESOURCE_SERIES
 
 if TYPE_CHECKING:
     from docker import DockerClient
     from docker.models.containers import Container
+
+
+class DockerSpec(TypedDict):
+    """The runner's hand-off (``target.json``), as ``harness.run.kinds.docker.target`` writes it."""
+
+    kind: str
+    image: str
+    """The image's id."""
+    image_tags: list[str]
+    name: str
+    """The container's name."""
+    labels: dict[str, str]
+    env: dict[str, str]
+    command: list[str] | None
+    """``None``: the image's own."""
+    network: str
+    """``host`` or ``bridge``."""
+    ports: dict[str, int]
+    """Container port (``8080/tcp``) -> loopback port it is published on (bridge only)."""
+    stats_fd: int
+    """The bound listener the runner serves the container's stats on."""
+    stop_timeout_s: int
+
+
+DOCKER_SPEC: Handoff[DockerSpec] = Handoff(
+    "docker-spec", 1, tuple(sorted(DockerSpec.__required_keys__))
+)
+"""A docker build's ``target.json`` (``harness.core.handoff``)."""
 
 STALE_S = 5.0
 """A stats sample older than this is not served (the stream stalled or the container is gone)."""
@@ -170,9 +198,9 @@ def _follow_stats(container: Container, gauges: Gauges) -> None:
                 gauges.update(sample)
 
 
-def start_container(client: DockerClient, spec: Mapping[str, Any]) -> Container:
+def start_container(client: DockerClient, spec: DockerSpec) -> Container:
     """Create and start the container the spec describes (not yet following it)."""
-    network = spec.get("network", "host")
+    network = spec["network"]
     options: dict[str, Any] = {
         "name": spec["name"],
         "labels": dict(spec["labels"]),
@@ -181,9 +209,9 @@ def start_container(client: DockerClient, spec: Mapping[str, Any]) -> Container:
         "init": True,
         "detach": True,
     }
-    if spec.get("command") is not None:
+    if spec["command"] is not None:
         options["command"] = list(spec["command"])
-    if network != "host" and spec.get("ports"):
+    if network != "host" and spec["ports"]:
         options["ports"] = {
             cport: ("127.0.0.1", int(hport)) for cport, hport in spec["ports"].items()
         }
@@ -211,22 +239,21 @@ def remove(client: DockerClient | None, name: str, container: Container | None, 
         say(f"could not remove container {name}: {type(exc).__name__}: {exc}")
 
 
-def run(spec: Mapping[str, Any]) -> int:
+def run(spec: DockerSpec) -> int:
     """Run the container until it exits (its code) or a signal comes (0)."""
     import docker
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    name = str(spec["name"])
+    name = spec["name"]
     client: DockerClient | None = None
     container: Container | None = None
     gauges = Gauges()
-    server = serve(int(spec["stats_fd"]), gauges)
+    server = serve(spec["stats_fd"], gauges)
     try:
         client = docker.from_env(timeout=60)
         container = start_container(client, spec)
-        network = spec.get("network", "host")
-        say(f"container {name} started from {spec['image']} ({network} network)")
+        say(f"container {name} started from {spec['image']} ({spec['network']} network)")
         logs = threading.Thread(target=_copy_logs, args=(container,), name="logs", daemon=True)
         logs.start()
         threading.Thread(
@@ -247,7 +274,7 @@ def run(spec: Mapping[str, Any]) -> int:
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)  # the removal must not be cut short
-        remove(client, name, container, int(spec.get("stop_timeout_s", 1)))
+        remove(client, name, container, spec["stop_timeout_s"])
         server.server_close()
 
 
@@ -255,7 +282,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, type=Path, help="the build's target.json")
     args = parser.parse_args(argv)
-    spec = json.loads(args.spec.read_text())
+    try:
+        spec = DOCKER_SPEC.read(args.spec)
+    except HandoffError as exc:  # said in target.log, which the harness shows
+        say(str(exc))
+        sys.exit(2)
     sys.exit(run(spec))
 
 

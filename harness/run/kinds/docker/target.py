@@ -39,6 +39,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import cast
 
 from harness.core.errors import InputError, RunError
 from harness.core.net import LOOPBACK, listener, port_of
@@ -64,6 +65,7 @@ from harness.run.kinds.docker.engine import (
     repository,
     run_containers,
 )
+from harness.run.kinds.docker.runner import DOCKER_SPEC, DockerSpec
 from harness.run.kinds.service import ServiceTarget, metrics_url, placeholder_values
 from harness.run.manifest import process_identity
 from harness.run.targets import Kind, Launch, PreflightContext, TargetContext
@@ -144,10 +146,10 @@ class DockerTarget(ServiceTarget[DockerBuild]):
         stats_url = f"http://{LOOPBACK}:{port_of(stats)}/metrics"
         stats_fd = stats.detach()
         try:
-            record = {
+            record: DockerSpec = {
                 "kind": build.kind,
-                "image": self.image["id"],
-                "image_tags": self.image["tags"],
+                "image": str(self.image["id"]),
+                "image_tags": cast(list[str], self.image["tags"]),
                 "name": name,
                 "labels": labels,
                 "env": env,
@@ -158,7 +160,7 @@ class DockerTarget(ServiceTarget[DockerBuild]):
                 "stop_timeout_s": STOP_TIMEOUT_S,
             }
             path = ctx.build_dir / "target.json"
-            write_text_atomic(path, json.dumps(record, indent=2))
+            write_text_atomic(path, DOCKER_SPEC.text(record))
         except BaseException:
             os.close(stats_fd)
             raise

@@ -6,13 +6,13 @@ which prepares each replica as a ``ShopTarget``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.core.handoff import Handoff
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.results.io import payments_from_sqlite, write_parquet_atomic, write_text_atomic
 from harness.run.targets import Kind, Launch, TargetContext
@@ -25,6 +25,11 @@ def shop_settings(build: ShopBuild) -> dict[str, Any]:
     ``replicas`` is how many shops the harness starts, not a setting of one shop.
     """
     return build.model_dump(mode="json", by_alias=True, exclude={"replicas"})
+
+
+SHOP_CONFIG: Handoff[dict[str, Any]] = Handoff("shop-config", 1, ("pg-url", "db-path"))
+"""The shop's ``target.json`` (``harness.core.handoff``). The shop checks the schema itself
+(``targets.shop.config.SCHEMA``, which must say the same): it never imports the harness."""
 
 
 class ShopTarget:
@@ -58,7 +63,7 @@ class ShopTarget:
                 "db-path": str(ctx.build_dir / "shop.sqlite"),
             }
             path = ctx.build_dir / "target.json"
-            write_text_atomic(path, json.dumps(config, indent=2))
+            write_text_atomic(path, SHOP_CONFIG.text(config))
         except BaseException:
             for fd in fds:
                 os.close(fd)
