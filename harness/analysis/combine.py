@@ -118,6 +118,9 @@ def combine_repetitions(reps: list[BuildFigures], seed: int = 0) -> BuildFigures
         if all(v is not None for v in values):
             low, high = bootstrap_ci([float(v) for v in values if v is not None], rng)
             ci[key] = [round_figure(low), round_figure(high)]
+    warnings = list(dict.fromkeys(w for r in reps for w in r.get("warnings", [])))
+    if warnings:  # any repetition's, each once
+        combined["warnings"] = warnings
     combined["repetitions"] = len(reps)
     combined["ci95"] = ci
     return combined

@@ -1,0 +1,62 @@
+"""A breaker that opens twice in a row: opossum-prometheus missing its halfOpen events.
+
+opossum-prometheus 0.3.0 with opossum 9 counts only events that already have a
+listener, and opossum has none for ``halfOpen``: on a stock service every failed
+probe reads as the breaker staying open. targets/node-gateway registers its own
+listener first, so its captures (tests/data/opossum_sequence_*) count halfOpen.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from harness.analysis.breaker_events import reopens_without_half_open
+from harness.analysis.presets import PRESETS
+from harness.analysis.series import map_canonical, parse_text
+from harness.results.io import METRICS_COLUMNS
+from tests.analysis.test_presets import SEQUENCE, _scrapes
+
+
+@pytest.mark.parametrize(
+    ("counts", "reopens"),
+    [
+        ([(0, 0, 0)], 0),
+        ([(1, 0, 0), (1, 1, 0), (2, 1, 0), (2, 2, 0), (2, 2, 1)], 0),  # probes counted
+        ([(1, 0, 0), (2, 0, 0), (3, 0, 0), (3, 0, 1)], 2),  # halfOpen never counted
+        ([(3, 0, 0)], 2),  # three opens within one interval
+        ([(1, 0, 0), (1, 0, 1), (2, 0, 1)], 0),  # closed by hand between: no claim
+        ([(1, 1, 0), (2, 1, 1)], 0),  # an interval with a close: order unknown, no claim
+        ([(2, 0, 0), (0, 0, 0), (1, 0, 0)], 1),  # restarted: counts start again
+    ],
+)
+def test_reopens_without_half_open(counts: list[tuple[int, int, int]], reopens: int) -> None:
+    frame = pd.DataFrame(counts, columns=["open", "half_open", "close"], dtype=float)
+    assert reopens_without_half_open(frame) == reopens
+
+
+def _stock_service(opens: list[int], closes: list[int]) -> pd.DataFrame:
+    """Scrapes of a stock opossum-prometheus: open and close count, halfOpen never does."""
+    rows = []
+    for t, (opened, closed) in enumerate(zip(opens, closes, strict=True)):
+        text = (
+            "# TYPE circuit counter\n"
+            f'circuit{{name="vendor",event="fire"}} {10 * (t + 1)}\n'
+            f'circuit{{name="vendor",event="open"}} {opened}\n'
+            f'circuit{{name="vendor",event="close"}} {closed}\n'
+        )
+        rows += parse_text(text, float(t), "target")
+    return pd.DataFrame(rows, columns=METRICS_COLUMNS)
+
+
+def test_a_stock_opossum_service_gets_a_warning_naming_the_cause() -> None:
+    canon = map_canonical(_stock_service([0, 1, 2, 3, 3], [0, 0, 0, 0, 1]), PRESETS["opossum"])
+    assert len(canon.warnings) == 1
+    warning = canon.warnings[0]
+    assert "opened again 2 time(s) with no 'halfOpen' event counted" in warning
+    assert "opossum-prometheus 0.3.0 with opossum 9" in warning
+    assert "breaker.on('halfOpen', ...)" in warning
+
+
+def test_node_gateway_which_registers_the_listener_gets_none() -> None:
+    assert map_canonical(_scrapes(*SEQUENCE), PRESETS["opossum"]).warnings == []
