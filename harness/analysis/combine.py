@@ -51,10 +51,16 @@ def flatten(figures: BuildFigures) -> Flat:
     For example ``products.latency_s.p95``, ``workers.busy_p50_fault``,
     ``products.latency_s.p95[outage]``.
     """
-    flat: Flat = {}
-    _flat_window(figures, "", flat)
+    flat = flatten_whole(figures)
     for phase, window in figures.get("phases", {}).items():
         _flat_window(window, f"[{phase}]", flat)
+    return flat
+
+
+def flatten_whole(figures: BuildFigures) -> Flat:
+    """``flatten`` without the phases: the figures over the measured and fault windows."""
+    flat: Flat = {}
+    _flat_window(figures, "", flat)
     return flat
 
 

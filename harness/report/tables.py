@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from rich.table import Table
 from rich.text import Text
 
-from harness.analysis.combine import change_pct, flatten
+from harness.analysis.combine import change_pct, flatten_whole
 from harness.analysis.format import Unit, change, count, interval
 from harness.analysis.format import figure as fmt
 from harness.analysis.model import BuildReport, Report, WindowFigures
@@ -39,7 +39,7 @@ def headline_rows(report: Report) -> list[list[str]]:
     builds = list(report["builds"])
     base = report.get("baseline")
     whole, fault = window_labels(report)
-    flat = {b: flatten(report["builds"][b]) for b in builds}
+    flat = {b: flatten_whole(report["builds"][b]) for b in builds}
     rows: list[list[str]] = []
 
     def row(label: str, key: str, unit: Unit = "", scale: float = 1.0, digits: int = 4) -> None:
