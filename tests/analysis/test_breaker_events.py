@@ -13,6 +13,7 @@ import pytest
 
 from harness.analysis.breaker_events import reopens_without_half_open
 from harness.analysis.presets import PRESETS
+from harness.analysis.replicas import target_series
 from harness.analysis.series import map_canonical, parse_text
 from harness.results.io import METRICS_COLUMNS
 from tests.analysis.test_presets import SEQUENCE, _scrapes
@@ -35,7 +36,7 @@ def test_reopens_without_half_open(counts: list[tuple[int, int, int]], reopens: 
     assert reopens_without_half_open(frame) == reopens
 
 
-def _stock_service(opens: list[int], closes: list[int]) -> pd.DataFrame:
+def _stock_service(opens: list[int], closes: list[int], source: str = "target") -> pd.DataFrame:
     """Scrapes of a stock opossum-prometheus: open and close count, halfOpen never does."""
     rows = []
     for t, (opened, closed) in enumerate(zip(opens, closes, strict=True)):
@@ -45,7 +46,7 @@ def _stock_service(opens: list[int], closes: list[int]) -> pd.DataFrame:
             f'circuit{{name="vendor",event="open"}} {opened}\n'
             f'circuit{{name="vendor",event="close"}} {closed}\n'
         )
-        rows += parse_text(text, float(t), "target")
+        rows += parse_text(text, float(t), source)
     return pd.DataFrame(rows, columns=METRICS_COLUMNS)
 
 
@@ -60,3 +61,15 @@ def test_a_stock_opossum_service_gets_a_warning_naming_the_cause() -> None:
 
 def test_node_gateway_which_registers_the_listener_gets_none() -> None:
     assert map_canonical(_scrapes(*SEQUENCE), PRESETS["opossum"]).warnings == []
+
+
+def test_a_replica_s_warning_names_the_replica() -> None:
+    metrics = pd.concat(
+        [
+            _stock_service([0, 1, 2], [0, 0, 0], "target.0"),
+            _stock_service([0, 1, 1], [0, 0, 1], "target.1"),
+        ],
+        ignore_index=True,
+    )
+    warnings = target_series(metrics, {"preset": "opossum", "replicas": 2}).warnings
+    assert len(warnings) == 1 and warnings[0].startswith("target.0: the breaker opened again 1")
