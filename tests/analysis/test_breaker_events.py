@@ -3,7 +3,8 @@
 opossum-prometheus 0.3.0 with opossum 9 counts only events that already have a
 listener, and opossum has none for ``halfOpen``: on a stock service every failed
 probe reads as the breaker staying open. targets/node-gateway registers its own
-listener first, so its captures (tests/data/opossum_sequence_*) count halfOpen.
+listener first, so its captures (tests/data/opossum_sequence_*) count halfOpen;
+``opossum_stock_*`` are captures of a stock breaker (``capture_opossum_stock.js``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.analysis.breaker_events import reopens_without_half_open
-from harness.analysis.presets import PRESETS
+from harness.analysis.presets import BREAKER_STATES, PRESETS
 from harness.analysis.replicas import target_series
 from harness.analysis.series import map_canonical, parse_text
 from harness.results.io import METRICS_COLUMNS
@@ -57,6 +58,15 @@ def test_a_stock_opossum_service_gets_a_warning_naming_the_cause() -> None:
     assert "opened again 2 time(s) with no 'halfOpen' event counted" in warning
     assert "opossum-prometheus 0.3.0 with opossum 9" in warning
     assert "breaker.on('halfOpen', ...)" in warning
+
+
+def test_a_real_stock_breaker_reads_open_throughout_and_gets_the_warning() -> None:
+    stock = _scrapes(*(f"opossum_stock_{i}" for i in range(1, 5)))
+    canon = map_canonical(stock, PRESETS["opossum"])
+    states = canon.frame.loc[canon.frame["series"] == "breaker_state", "value"].tolist()
+    assert states == [float(BREAKER_STATES["open"])] * 4  # its three probes never show
+    assert len(canon.warnings) == 1
+    assert "opened again 3 time(s) with no 'halfOpen' event counted" in canon.warnings[0]
 
 
 def test_node_gateway_which_registers_the_listener_gets_none() -> None:
