@@ -49,8 +49,9 @@ def headline_rows(report: Report) -> list[list[str]]:
             ci = report["builds"][b].get("ci95", {}).get(key) or [None, None]
             low, high = (_scaled(c, scale, digits) for c in ci)
             text = fmt(v, unit)
-            shown = text if low is None or high is None else ""
-            cells.append(shown or interval(text, fmt(low, unit), fmt(high, unit)))
+            if low is not None and high is not None:
+                text = interval(text, fmt(low, unit), fmt(high, unit))
+            cells.append(text)
         if base in flat and len(builds) > 1:
             b0 = values[builds.index(base)]
             cells += [
