@@ -51,10 +51,16 @@ def flatten(figures: BuildFigures) -> Flat:
     For example ``products.latency_s.p95``, ``workers.busy_p50_fault``,
     ``products.latency_s.p95[outage]``.
     """
-    flat: Flat = {}
-    _flat_window(figures, "", flat)
+    flat = flatten_whole(figures)
     for phase, window in figures.get("phases", {}).items():
         _flat_window(window, f"[{phase}]", flat)
+    return flat
+
+
+def flatten_whole(figures: BuildFigures) -> Flat:
+    """``flatten`` without the phases: the figures over the measured and fault windows."""
+    flat: Flat = {}
+    _flat_window(figures, "", flat)
     return flat
 
 
@@ -118,6 +124,9 @@ def combine_repetitions(reps: list[BuildFigures], seed: int = 0) -> BuildFigures
         if all(v is not None for v in values):
             low, high = bootstrap_ci([float(v) for v in values if v is not None], rng)
             ci[key] = [round_figure(low), round_figure(high)]
+    warnings = list(dict.fromkeys(w for r in reps for w in r.get("warnings", [])))
+    if warnings:  # any repetition's, each once
+        combined["warnings"] = warnings
     combined["repetitions"] = len(reps)
     combined["ci95"] = ci
     return combined

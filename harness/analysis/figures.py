@@ -62,6 +62,7 @@ class BuildSeries:
         self.gateway_endpoints = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
         target = target_series(metrics, build.info)
         self.missing = target.missing
+        self.warnings = target.warnings
         """Canonical series that never appeared -> why (``series.map_canonical``)."""
         self.series = target.series
         """The target's canonical series; a replicated build's summed over its replicas."""
@@ -307,6 +308,8 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["replicas"] = replica_figures(
             data, build.payments, (data.t0 + fault_window[0], data.t0 + fault_window[1])
         )
+    if data.warnings:  # only when something read looks wrong (a half-counted breaker)
+        figures["warnings"] = data.warnings
     missing = not_measured(data)
     if missing:  # only when something was not: a fully measured build reads as before
         figures["not_measured"] = missing

@@ -28,11 +28,28 @@ def figure(value: float | None, unit: Unit = "") -> str:
     return f"{value:.2f}"
 
 
+def count(value: float | None) -> str:
+    """A count (requests, errors) as a whole number, also when it is the mean of repetitions."""
+    return MISSING if value is None else f"{value:.0f}"
+
+
+def interval(text: str, low: str, high: str) -> str:
+    """A figure with its 95% interval: ``3.46 s [3.40 s, 3.52 s]`` (``--repeat N``)."""
+    return f"{text} [{low}, {high}]"
+
+
 def cell(value: object, unit: Unit = "") -> str:
     """Like ``figure``, for values read from a report that may be partial or malformed."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return MISSING if value is None else str(value)
     return figure(float(value), unit)
+
+
+def count_cell(value: object) -> str:
+    """Like ``count``, for values read from a report that may be partial or malformed."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return MISSING if value is None else str(value)
+    return count(float(value))
 
 
 def change(pct: float | None) -> str:

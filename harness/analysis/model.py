@@ -233,6 +233,9 @@ class BuildFigures(TypedDict):
     not_measured: NotRequired[dict[str, str]]
     """Figure (dotted, as in ``comparison``) -> why it is None: the series it is read from
     never appeared, with the series the target did expose. Absent in older reports."""
+    warnings: NotRequired[list[str]]
+    """Only when something read looks wrong, e.g. a breaker that opened twice in a row
+    (``analysis.breaker_events``). Absent in older reports."""
     repetitions: NotRequired[int]
     """With ``--repeat N``: N, and every number is the mean of N repetitions."""
     ci95: NotRequired[dict[str, list[float | None]]]

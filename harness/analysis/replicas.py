@@ -69,6 +69,8 @@ class TargetSeries:
     """Canonical series -> why it is not measured."""
     replicas: list[dict[str, pd.Series]] = field(default_factory=list)
     """Each replica's own canonical series, in replica order; empty for one process."""
+    warnings: list[str] = field(default_factory=list)
+    """What was read but looks wrong (``series.Canonical.warnings``), a replica's named."""
 
 
 def _by_name(frame: pd.DataFrame) -> dict[str, pd.Series]:
@@ -84,12 +86,14 @@ def target_series(metrics: pd.DataFrame, info: BuildRecord) -> TargetSeries:
     sources = target_sources(info)
     if len(sources) == 1:
         mapped = map_canonical(metrics, preset)
-        return TargetSeries(_by_name(mapped.frame), mapped.missing)
+        return TargetSeries(_by_name(mapped.frame), mapped.missing, warnings=mapped.warnings)
     replicas: list[dict[str, pd.Series]] = []
     missing: dict[str, str] = {}
+    warnings: list[str] = []
     for source in sources:
         mapped = map_canonical(metrics, preset, source)
         replicas.append(_by_name(mapped.frame))
+        warnings += [f"{source}: {w}" for w in mapped.warnings]
         for name, why in mapped.missing.items():
             missing.setdefault(name, f"{source}: {why}")
     last = metrics.loc[metrics["source"] == sources[-1], "t"] if len(metrics) else pd.Series()
@@ -101,7 +105,7 @@ def target_series(metrics: pd.DataFrame, info: BuildRecord) -> TargetSeries:
         parts = [replica[name] for replica in replicas if name in replica]
         if len(parts) == len(replicas) and len(rounds):
             summed[name] = sum_at(parts, rounds)
-    return TargetSeries(summed, missing, replicas)
+    return TargetSeries(summed, missing, replicas, warnings)
 
 
 def sum_at(parts: list[pd.Series], times: pd.Index) -> pd.Series:

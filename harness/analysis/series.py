@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.analysis.breaker_events import half_open_missing
 from harness.analysis.presets import (
     BREAKER_STATES,
     COUNTERS,
@@ -211,6 +212,8 @@ class Canonical:
     """Long format: t, series (a canonical name), value."""
     missing: dict[str, str] = field(default_factory=dict)
     """Canonical series -> why it is not measured (series that never appeared)."""
+    warnings: list[str] = field(default_factory=list)
+    """What was read but looks wrong, for the report (``breaker_events``)."""
 
 
 def map_canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target") -> Canonical:
@@ -224,6 +227,7 @@ def map_canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target")
     """
     parts: list[pd.DataFrame] = []
     missing: dict[str, str] = {}
+    warnings: list[str] = []
     scraped = _scraped(metrics, source)
     for name in CANONICAL_SERIES:
         spec = preset.source(name)
@@ -234,7 +238,10 @@ def map_canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target")
             missing[name] = f"no scrape of the {source} succeeded, so nothing was read"
             continue
         if name == "breaker_state":
-            s, why = breaker_states(metrics, preset, source)
+            s, why, events = _breaker_reading(metrics, preset, source)
+            if events is not None and preset.state_events is not None:
+                warning = half_open_missing(events, preset.state_events.half_open)
+                warnings += [warning] if warning else []
         else:
             s = _read(metrics, source, spec, preset.lazy_labels, is_counter=name in COUNTERS)
             counts = name in COUNTERS
@@ -248,7 +255,7 @@ def map_canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target")
         frame = pd.DataFrame({"t": [], "series": [], "value": []})
     else:
         frame = pd.concat(parts, ignore_index=True).sort_values(["series", "t"], ignore_index=True)
-    return Canonical(frame, missing)
+    return Canonical(frame, missing, warnings)
 
 
 def canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target") -> pd.DataFrame:
@@ -358,33 +365,40 @@ def breaker_states(
     breaker's transitions (opossum, ``states_from_events``). With several
     breakers and no ``breaker`` chosen, there is no one state to tell.
     """
+    states, why, _ = _breaker_reading(metrics, preset, source)
+    return states, why
+
+
+def _breaker_reading(
+    metrics: pd.DataFrame, preset: Preset, source: str
+) -> tuple[pd.Series, str | None, pd.DataFrame | None]:
+    """``breaker_states``, plus the transition counts it came from (opossum's; else None)."""
     empty = pd.Series(dtype=float)
     selector = preset.breaker_state
     if selector is None:
-        return empty, _not_named(preset, "breaker_state")
+        return empty, _not_named(preset, "breaker_state"), None
     if not _scraped(metrics, source):
-        return empty, f"no scrape of the {source} succeeded, so nothing was read"
+        return empty, f"no scrape of the {source} succeeded, so nothing was read", None
     others = {k: v for k, v in selector.labels.items() if k not in preset.lazy_labels}
     rows = _matching(_family(metrics, source, selector), others)
     if rows.empty:
-        return empty, why_missing(
+        why = why_missing(
             metrics,
             source,
             Selector(selector.series, others),
             is_counter=preset.state_events is not None,
         )
+        return empty, why, None
     names = {str(json.loads(t).get(preset.breaker_label, "")) for t in rows["labels"].unique()}
     if preset.breaker is None and len(names) > 1:
         listed = ", ".join(sorted(names))
-        return empty, (
-            f"several breakers ({listed}) in {rows['series'].iloc[0]}: choose one with "
-            "metrics.breaker"
-        )
+        why = f"several breakers ({listed}) in {rows['series'].iloc[0]}: choose one with "
+        return empty, why + "metrics.breaker", None
     if preset.state_events is None:
         on = rows[rows["value"] == 1.0]
         codes = on["labels"].map(lambda s: BREAKER_STATES.get(json.loads(s).get("state"), -1))
         s = pd.Series(codes.to_numpy(dtype=float), index=on["t"].to_numpy(dtype=float))
-        return s.sort_index(), None if len(s) else "no state of the breaker read 1"
+        return s.sort_index(), None if len(s) else "no state of the breaker read 1", None
     ev = preset.state_events
     kinds = rows["labels"].map(lambda s: json.loads(s).get(ev.label))
     table = rows.assign(kind=kinds).pivot_table(
@@ -396,7 +410,7 @@ def breaker_states(
     counts = pd.DataFrame(
         {state: table.get(column, 0.0) for state, column in columns.items()}, index=table.index
     )
-    return states_from_events(counts), None
+    return states_from_events(counts), None, counts
 
 
 def states_from_events(counts: pd.DataFrame) -> pd.Series:

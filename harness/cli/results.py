@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from harness.cli._app import (
     EXIT_GATE,
@@ -26,14 +27,22 @@ from harness.scenario.loader import load_scenario
 
 
 def render_report(run_dir: Path) -> None:
+    """Write a run's report; print its headline table, warnings and notes, and the files."""
     from harness.report.make import make_report
-    from harness.report.tables import terminal_table
+    from harness.report.tables import headline_notes, report_warnings, terminal_table
 
     report = make_report(run_dir)
     if report["builds"]:
         console.print(terminal_table(report))
-    html = " report.html, charts/" if (run_dir / "report.html").exists() else ""
-    console.print(f"results: {run_dir}  (report.json, report.md,{html})", highlight=False)
+        for warning in report_warnings(report):
+            console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"))
+        for note in headline_notes(report):
+            console.print(Text(f"note: {note}"))
+    files = ["report.json", "report.md"]
+    files += ["report.html", "charts/"] if (run_dir / "report.html").exists() else []
+    console.print(
+        f"results: {run_dir}  ({', '.join(files)})", highlight=False, markup=False, soft_wrap=True
+    )
 
 
 @app.command()
@@ -104,7 +113,7 @@ def run_gates(
     console.print(table)
     if junit is not None:
         write_output(junit, junit_xml(results, scenario.name))
-        console.print(f"JUnit XML: {junit}", highlight=False)
+        console.print(f"JUnit XML: {junit}", highlight=False, markup=False)
     return EXIT_OK if all(r.passed for r in results) else EXIT_GATE
 
 
@@ -162,7 +171,7 @@ def compare(
             write_output(markdown, to_markdown(labels, groups))
         except RunError as exc:
             raise fail_run(exc) from None
-        console.print(f"Markdown: {markdown}", highlight=False)
+        console.print(f"Markdown: {markdown}", highlight=False, markup=False)
 
 
 @app.command()
@@ -178,7 +187,7 @@ def plot(run_dir: RunDirArg) -> None:
     except InputError as exc:
         raise fail_input(exc) from None
     for name, path in charts.items():
-        console.print(f"{name}: {path}", highlight=False)
+        console.print(f"{name}: {path}", highlight=False, markup=False)
 
 
 @app.command()
@@ -219,7 +228,7 @@ def index(
         raise fail_input(exc) from None
     except RunError as exc:
         raise fail_run(exc) from None
-    table = Table(title=f"{title} ({sum(e.ok for e in items)}/{len(items)} pass every gate)")
+    table = Table(title=Text(f"{title} ({sum(e.ok for e in items)}/{len(items)} pass every gate)"))
     for col in ("scenario", "run", "verdict", "seed claims"):
         table.add_column(col)
     for e in items:
@@ -232,5 +241,5 @@ def index(
             claims if e.claims else "-",
         )
     console.print(table)
-    console.print("index: " + ", ".join(str(p) for p in written), highlight=False)
+    console.print("index: " + ", ".join(str(p) for p in written), highlight=False, markup=False)
     raise typer.Exit(EXIT_GATE if check and not all(e.ok for e in items) else EXIT_OK)

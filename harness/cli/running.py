@@ -41,7 +41,9 @@ class _ProgressView:
         self.last_print = 0.0
 
     def started(self, name: str) -> None:
-        console.print(f"[bold]build {name}[/bold]: starting gateway, target and load generator")
+        console.print(
+            f"[bold]build {escape(name)}[/bold]: starting gateway, target and load generator"
+        )
         if console.is_terminal:
             self.live = Live(Text(""), console=console, refresh_per_second=4, transient=False)
             self.live.start()
@@ -68,7 +70,7 @@ class _ProgressView:
         if self.live is not None:
             self.live.stop()
             self.live = None
-        console.print(f"[bold]build {name}[/bold]: {status}")
+        console.print(f"[bold]build {escape(name)}[/bold]: {escape(status)}")
 
 
 @app.command()
@@ -177,6 +179,7 @@ def run(
             f"each build waits for {workers} Locust worker(s) at {where}: start them with "
             f"`harness worker --master {where}` (they serve one build after another)",
             highlight=False,
+            markup=False,
             soft_wrap=True,
         )
     code = EXIT_OK
@@ -194,20 +197,23 @@ def run(
         if view.live is not None:
             view.live.stop()
     if experiment.manifest_problem is not None:
-        err.print(f"manifest not updated: {experiment.manifest_problem}", highlight=False)
+        err.print(
+            f"manifest not updated: {experiment.manifest_problem}", highlight=False, markup=False
+        )
     if unwritable is not None:
         # Rendering a report would only fail again, half-way; the data is in the folder.
         err.print(
             f"no report: the results folder cannot be written. Free some space, then "
             f"`harness clean --results {results}` and `harness report {experiment.run_dir}`.",
             highlight=False,
+            markup=False,
             soft_wrap=True,
         )
         raise typer.Exit(code)
     try:
         render_report(experiment.run_dir)
     except HarnessError as exc:
-        err.print(f"no report: {exc}", highlight=False)
+        err.print(f"no report: {exc}", highlight=False, markup=False)
         raise typer.Exit(code if code != EXIT_OK else EXIT_RUN) from None
     if code == EXIT_OK and loaded.scenario.gates:
         try:

@@ -1,8 +1,10 @@
 """Compare two runs (main vs a branch) or two builds of one run, figure by figure.
 
 Each row gives both values, the % change and, when both sides were repeated
-(``harness run --repeat N``), whether the difference is larger than the noise:
-their bootstrap 95% confidence intervals do not overlap.
+(``harness run --repeat N``), each value's bootstrap 95% confidence interval and
+whether the difference is larger than the noise: the intervals do not overlap.
+Figure names carry their phase in brackets (``p95[outage]``), so the terminal
+table is built of plain ``Text``, never markup.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
 from harness.analysis.combine import change_pct, flatten
-from harness.analysis.format import change, number
+from harness.analysis.format import change, interval, number
 from harness.analysis.model import BuildFigures, Report, read_report
 from harness.core.errors import InputError
 
@@ -27,6 +30,24 @@ class Row:
     b: float | None
     change_pct: float | None
     beyond_noise: bool | None
+    ci_a: tuple[float, float] | None = None
+    ci_b: tuple[float, float] | None = None
+    """Each side's 95% interval, when it was repeated."""
+
+    def cells(self) -> list[str]:
+        """The row as text: figure, both values (with their intervals), change, noise."""
+        return [
+            self.figure,
+            _value(self.a, self.ci_a),
+            _value(self.b, self.ci_b),
+            change(self.change_pct),
+            _noise(self),
+        ]
+
+
+def _value(value: float | None, ci: tuple[float, float] | None) -> str:
+    text = number(value)
+    return text if ci is None else interval(text, number(ci[0]), number(ci[1]))
 
 
 def load_report(run_dir: Path) -> Report:
@@ -55,9 +76,8 @@ def compare_builds(a: BuildFigures, b: BuildFigures) -> list[Row]:
             continue
         ia, ib = _interval(a, key), _interval(b, key)
         beyond = None if ia is None or ib is None else (ia[1] < ib[0] or ib[1] < ia[0])
-        rows.append(
-            Row(key, flat_a[key], flat_b[key], change_pct(flat_a[key], flat_b[key]), beyond)
-        )
+        pct = change_pct(flat_a[key], flat_b[key])
+        rows.append(Row(key, flat_a[key], flat_b[key], pct, beyond, ia, ib))
     return rows
 
 
@@ -96,13 +116,14 @@ def _noise(row: Row) -> str:
 
 
 def rich_tables(labels: list[str], groups: dict[str, list[Row]]) -> list[Table]:
+    """The comparison for the terminal: one table per comparison, every text literal."""
     tables = []
     for title, rows in groups.items():
-        table = Table(title=title)
+        table = Table(title=Text(title))
         for col in ("figure", labels[0], labels[1], "change", "beyond noise"):
-            table.add_column(col, justify="left" if col == "figure" else "right")
+            table.add_column(Text(col), justify="left" if col == "figure" else "right")
         for r in rows:
-            table.add_row(r.figure, number(r.a), number(r.b), change(r.change_pct), _noise(r))
+            table.add_row(*(Text(c) for c in r.cells()))
         tables.append(table)
     return tables
 
@@ -118,7 +139,6 @@ def markdown(labels: list[str], groups: dict[str, list[Row]]) -> str:
             "|---|---|---|---|---|",
         ]
         for r in rows:
-            cells = [r.figure, number(r.a), number(r.b), change(r.change_pct), _noise(r)]
-            out.append("| " + " | ".join(cells) + " |")
+            out.append("| " + " | ".join(r.cells()) + " |")
         out.append("")
     return "\n".join(out)

@@ -19,10 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.format import cell as _num
+from harness.analysis.format import count_cell
 from harness.analysis.model import Report, SeedClaim
 from harness.report.charts import CAPTIONS, CHARTS
 from harness.report.claims import CLAIM_HEADER, claim_row
-from harness.report.tables import headline_rows, table_header
+from harness.report.tables import (
+    WINDOWS_NOTE,
+    headline_notes,
+    headline_rows,
+    repeat_note,
+    report_warnings,
+    table_header,
+)
 from harness.results.io import harness_version, write_text_atomic
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -54,6 +62,7 @@ figcaption { color: #555; font-size: .92em; margin-top: .3em; }
 footer { margin-top: 3em; color: #888; font-size: .85em; }
 .verdict-pass { color: #1e5e1e; font-weight: 600; }
 .verdict-fail, .verdict-error { color: #7a1a1a; font-weight: 600; }
+.warning { background: #fff4d6; border-left: 4px solid #d9a400; padding: .4em .8em; }
 """
 
 
@@ -144,11 +153,17 @@ def _summary(report: Report) -> str:
 
 
 def _headline(report: Report) -> str:
-    """The before/after table of report.md, or a note saying why it cannot be built."""
+    """The before/after table of report.md with its warnings and notes, or a note saying
+    why it cannot be built."""
     try:
-        return _table(table_header(report), headline_rows(report))
+        table = _table(table_header(report), headline_rows(report))
+        warnings = [f'<p class="warning">Warning: {esc(w)}</p>' for w in report_warnings(report)]
+        notes = [
+            f"<p>Note: {esc(n)}</p>" for n in [*repeat_note(report)[:1], *headline_notes(report)]
+        ]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return f'<p class="note">No headline table: the report lacks {esc(exc)}.</p>'
+    return "\n".join([table, *warnings, *notes])
 
 
 def claims_table(claims: Sequence[SeedClaim]) -> str:
@@ -192,9 +207,9 @@ def _build_tables(report: Report) -> str:
         for ep, s in (build.get("endpoints") or {}).items():
             lat = _get(s, "latency_s") or {}
             errors = _get(s, "errors") or {}
-            error_text = ", ".join(f"{k}: {v}" for k, v in errors.items()) or "-"
+            error_text = ", ".join(f"{k}: {count_cell(v)}" for k, v in errors.items()) or "-"
             rows.append(
-                [ep, _num(_get(s, "requests")), _num(_get(s, "achieved_rps"))]
+                [ep, count_cell(_get(s, "requests")), _num(_get(s, "achieved_rps"))]
                 + [_num(_get(s, "offered_rps")), _num(_get(s, "success_pct"), "%")]
                 + [_num(lat.get(q), "s") for q in ("p50", "p95", "p99", "max")]
                 + [error_text]
@@ -241,7 +256,7 @@ def render_html(report: Report, charts: Mapping[str, Path]) -> str:
 <section id="headline">
 <h2>Before / after</h2>
 <p>Latency is completion minus <em>intended</em> start (no coordinated omission).
-Busy workers and blocked calls/s are over the fault window.</p>
+{esc(WINDOWS_NOTE.replace("*", ""))}</p>
 {_headline(report)}
 </section>
 {_claims(report)}<section id="builds">

@@ -7,31 +7,53 @@ and max per build with the % change against the baseline build.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Mapping
 
 from rich.table import Table
+from rich.text import Text
 
-from harness.analysis.combine import change_pct
-from harness.analysis.format import Unit, change
+from harness.analysis.combine import change_pct, flatten_whole
+from harness.analysis.format import Unit, change, count, interval
 from harness.analysis.format import figure as fmt
 from harness.analysis.model import BuildReport, Report, WindowFigures
 from harness.report.claims import CLAIM_HEADER, claim_row
 
-Getter = Callable[[BuildReport], float | None]
+
+def window_labels(report: Report) -> tuple[str, str]:
+    """What the headline's rows are over, for their labels: the measured window (warmup
+    left out), and the fault window by the names of its phases."""
+    phases = report.get("phases") or []
+    whole = "all phases" if phases else "measured window"
+    fault = report.get("fault_window_s") or []
+    if len(fault) != 2:  # no fault: the "fault" figures are over the whole window
+        return whole, whole
+    inside = [p["name"] for p in phases if p["start_s"] >= fault[0] and p["end_s"] <= fault[1]]
+    return whole, " + ".join(inside) or "fault window"
 
 
 def headline_rows(report: Report) -> list[list[str]]:
-    """Rows of the before/after table: protected endpoints' latency, then workers, breaker, PG."""
+    """Rows of the before/after table: protected endpoints' latency, then workers, breaker, PG.
+
+    Each label names its window (``window_labels``); with ``--repeat N`` each value
+    carries its 95% interval."""
     builds = list(report["builds"])
     base = report.get("baseline")
+    whole, fault = window_labels(report)
+    flat = {b: flatten_whole(report["builds"][b]) for b in builds}
     rows: list[list[str]] = []
 
-    def row(label: str, getter: Getter, unit: Unit = "") -> None:
-        values = [getter(report["builds"][b]) for b in builds]
-        cells = [label] + [fmt(v, unit) for v in values]
-        if base is not None and len(builds) > 1:
-            b0 = getter(report["builds"][base])
+    def row(label: str, key: str, unit: Unit = "", scale: float = 1.0, digits: int = 4) -> None:
+        values = [_scaled(flat[b].get(key), scale, digits) for b in builds]
+        cells = [label]
+        for b, v in zip(builds, values, strict=True):
+            ci = report["builds"][b].get("ci95", {}).get(key) or [None, None]
+            low, high = (_scaled(c, scale, digits) for c in ci)
+            text = fmt(v, unit)
+            if low is not None and high is not None:
+                text = interval(text, fmt(low, unit), fmt(high, unit))
+            cells.append(text)
+        if base in flat and len(builds) > 1:
+            b0 = values[builds.index(base)]
             cells += [
                 change(change_pct(b0, v)) for b, v in zip(builds, values, strict=True) if b != base
             ]
@@ -41,50 +63,85 @@ def headline_rows(report: Report) -> list[list[str]]:
     others = [n for n in report["endpoints"] if n not in protected]
     for ep in protected + others:
         for q in ("p95", "p99", "max"):
-            row(f"{ep} {q}", _latency(ep, q), "s")
-        row(f"{ep} success", _endpoint(ep, "success_pct"), "%")
-        row(f"{ep} achieved rps", _endpoint(ep, "achieved_rps"))
+            row(f"{ep} {q} ({whole})", f"{ep}.latency_s.{q}", "s")
+        row(f"{ep} success ({whole})", f"{ep}.success_pct", "%")
+        row(f"{ep} achieved rps ({whole})", f"{ep}.achieved_rps")
         if any(report["builds"][b]["endpoints"][ep].get("dropped") for b in builds):
-            row(f"{ep} dropped (max-in-flight)", _dropped(ep))
-    row("busy workers max (fault)", lambda b: b["workers"]["busy_max_fault"])
-    row("busy workers mean (fault)", lambda b: b["workers"]["busy_mean_fault"])
-    row("busy workers p50 (fault)", lambda b: b["workers"]["busy_p50_fault"])
-    row("max workers", lambda b: b["workers"]["max_workers"])
-    row("blocked calls", lambda b: b["breaker"]["blocked_total"])
-    row("blocked calls/s (fault)", lambda b: b["breaker"]["blocked_per_s_fault"])
-    row("PG calls received", lambda b: b["pg"]["calls"])
-    row("PG amplification", lambda b: b["pg"]["amplification"])
-    row("PG amplification (fault)", lambda b: b["pg"]["amplification_fault"])
+            row(f"{ep} dropped by max-in-flight ({whole})", f"{ep}.dropped")
+    row(f"busy workers max ({fault})", "workers.busy_max_fault")
+    row(f"busy workers mean ({fault})", "workers.busy_mean_fault")
+    row(f"busy workers p50 ({fault})", "workers.busy_p50_fault")
+    row("max workers", "workers.max_workers")
+    row(f"blocked calls ({whole})", "breaker.blocked_total")
+    row(f"blocked calls/s ({fault})", "breaker.blocked_per_s_fault")
+    row(f"PG calls received ({whole})", "pg.calls")
+    row(f"PG calls received ({fault})", "pg.calls_fault")
+    row(f"PG amplification ({whole})", "pg.amplification")
+    row(f"PG amplification ({fault})", "pg.amplification_fault")
     if any("resources" in report["builds"][b] for b in builds):  # docker builds: the cost
-        row("container CPU % mean", _resource("cpu_pct_mean"), "%")
-        row("container CPU % max", _resource("cpu_pct_max"), "%")
-        row("container CPU % mean (fault)", _resource("cpu_pct_mean_fault"), "%")
-        row("container memory MiB max", _resource("memory_bytes_max", 1 / 2**20, 0))
+        row(f"container CPU % mean ({whole})", "resources.cpu_pct_mean", "%", digits=1)
+        row(f"container CPU % max ({whole})", "resources.cpu_pct_max", "%", digits=1)
+        row(f"container CPU % mean ({fault})", "resources.cpu_pct_mean_fault", "%", digits=1)
+        row(f"container memory MiB max ({whole})", "resources.memory_bytes_max", "", 2**-20, 0)
     return rows
 
 
-def _resource(
-    key: Literal["cpu_pct_mean", "cpu_pct_max", "cpu_pct_mean_fault", "memory_bytes_max"],
-    scale: float = 1.0,
-    digits: int = 1,
-) -> Getter:
-    def get(b: BuildReport) -> float | None:
-        value = b["resources"][key] if "resources" in b else None
-        return None if value is None else round(value * scale, digits)
-
-    return get
+def _scaled(value: float | None, scale: float, digits: int) -> float | None:
+    return None if value is None else round(value * scale, digits)
 
 
-def _latency(ep: str, q: Literal["p95", "p99", "max"]) -> Getter:
-    return lambda b: b["endpoints"][ep]["latency_s"][q]
+def headline_notes(report: Report) -> list[str]:
+    """What the headline table cannot say by itself: a breaker build's payment success is
+    lower because its breaker refused calls (its job while the gateway fails)."""
+    notes = []
+    builds = report["builds"]
+    whole, _ = window_labels(report)
+    gateway = [n for n, e in report["endpoints"].items() if e["calls_gateway"]]
+    for name, b in builds.items():
+        refused = b["breaker"].get("blocked_total")
+        for ep in gateway if refused else []:
+            mine = b["endpoints"][ep]["success_pct"]
+            others = [
+                (o["endpoints"][ep]["success_pct"], other)
+                for other, o in builds.items()
+                if other != name and o["endpoints"][ep]["success_pct"] is not None
+            ]
+            best, other = max(others, default=(None, ""))
+            if mine is None or best is None or best <= mine:
+                continue
+            notes.append(
+                f"{name}: {ep} success {fmt(mine, '%')} against {fmt(best, '%')} for {other} "
+                f"({whole}): refused by the breaker: {count(refused)}. Those calls were answered "
+                "at once without reaching the gateway; refusing them is what the breaker is for."
+            )
+    return notes
 
 
-def _endpoint(ep: str, key: Literal["success_pct", "achieved_rps"]) -> Getter:
-    return lambda b: b["endpoints"][ep][key]
+def report_warnings(report: Report) -> list[str]:
+    """Each build's warnings (figures read that look wrong), its name first."""
+    return [f"{name}: {w}" for name, b in report["builds"].items() for w in b.get("warnings", [])]
 
 
-def _dropped(ep: str) -> Getter:
-    return lambda b: b["endpoints"][ep].get("dropped")
+WINDOWS_NOTE = (
+    "Each row names its window: *all phases* is the measured window (warmup left out), "
+    "a phase's name that phase alone."
+)
+
+
+def repeat_note(report: Report) -> list[str]:
+    """With ``--repeat N``: how to read the values and their intervals (else nothing)."""
+    repeats = max((b.get("repetitions", 1) for b in report["builds"].values()), default=1)
+    if repeats < 2:
+        return []
+    return [
+        f"Each value is the mean of {repeats} repetitions, [low, high] its bootstrap 95% interval.",
+        "",
+    ]
+
+
+def error_text(errors: Mapping[str, float | None]) -> str:
+    """A build's errors by kind, each a whole count: ``timeout: 352, not_permitted: 451``."""
+    return ", ".join(f"{k}: {count(v)}" for k, v in errors.items()) or "-"
 
 
 def table_header(report: Report) -> list[str]:
@@ -108,16 +165,18 @@ def markdown(report: Report) -> str:
             for p in report["phases"]
         ),
         "",
-        "Latency is completion minus *intended* start (no coordinated omission). "
-        "Busy workers and blocked calls/s are over the fault window.",
+        "Latency is completion minus *intended* start (no coordinated omission). " + WINDOWS_NOTE,
         "",
+        *repeat_note(report),
     ]
     header = table_header(report)
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     for cells in headline_rows(report):
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     lines.append("")
+    lines += [f"**Warning**: {_md_cell(w)}\n" for w in report_warnings(report)]
+    lines += [f"Note: {_md_cell(n)}\n" for n in headline_notes(report)]
     lines += _claims_section(report)
     for name, build in report["builds"].items():
         lines += [f"## {name} ({build['profile']})", ""]
@@ -126,9 +185,9 @@ def markdown(report: Report) -> str:
         for ep, s in build["endpoints"].items():
             lat = s["latency_s"]
             not_sent = {"dropped (max-in-flight)": s["dropped"]} if s.get("dropped") else {}
-            errors = ", ".join(f"{k}: {v}" for k, v in {**s["errors"], **not_sent}.items()) or "-"
+            errors = error_text({**s["errors"], **not_sent})
             lines.append(
-                f"| {ep} | {s['requests']} | {fmt(s['achieved_rps'])} | "
+                f"| {ep} | {count(s['requests'])} | {fmt(s['achieved_rps'])} | "
                 f"{fmt(s['success_pct'], '%')} | {fmt(lat['p50'], 's')} | "
                 f"{fmt(lat['p95'], 's')} | {fmt(lat['p99'], 's')} | {fmt(lat['max'], 's')} | "
                 f"{errors} |"
@@ -311,14 +370,15 @@ def _ledger_section(report: Report) -> list[str]:
         "… recorded FAILED",
         "… recorded TIMEOUT_UNKNOWN",
     ]
-    return ["## Gateway ledger (whole run)", ""] + _table(header, rows)
+    title = "## Gateway ledger (whole run: warmup and drain included; approve calls only)"
+    return [title, ""] + _table(header, rows)
 
 
 def terminal_table(report: Report) -> Table:
-    """The headline table for the terminal."""
-    table = Table(title=f"{report['scenario']} ({report['status']})")
+    """The headline table for the terminal; every text is literal (a ``[`` is not markup)."""
+    table = Table(title=Text(f"{report['scenario']} ({report['status']})"))
     for i, col in enumerate(table_header(report)):
-        table.add_column(col, justify="left" if i == 0 else "right")
+        table.add_column(Text(col), justify="left" if i == 0 else "right")
     for cells in headline_rows(report):
-        table.add_row(*cells)
+        table.add_row(*(Text(c) for c in cells))
     return table

@@ -58,3 +58,12 @@ def test_change_pct() -> None:
     assert change_pct(7.21, 2.54) == -64.8
     assert change_pct(0, 5) is None
     assert change_pct(None, 5) is None
+
+
+def test_a_warning_of_any_repetition_is_kept_once() -> None:
+    first, second, third = _build(1.0), _build(2.0), _build(3.0)
+    first["warnings"] = ["the breaker opened again"]
+    third["warnings"] = ["the breaker opened again", "another"]
+    combined = combine_repetitions([first, second, third])
+    assert combined["warnings"] == ["the breaker opened again", "another"]
+    assert "warnings" not in combine_repetitions([_build(1.0), _build(2.0)])

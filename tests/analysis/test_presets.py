@@ -306,7 +306,7 @@ def test_markdown_lists_what_was_not_measured() -> None:
         },
     }
     text = markdown(report)  # type: ignore[arg-type]
-    assert "| blocked calls | - |" in text
+    assert "| blocked calls (measured window) | - |" in text
     assert (
         "## Not measured\n\n- **before**: `breaker.blocked_total`, `breaker.blocked_fault`: "
         "blocked_calls: no series circuit\n"

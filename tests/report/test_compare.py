@@ -50,5 +50,6 @@ def test_markdown_rows_use_the_shared_number_format() -> None:
     rows = compare_builds(_build(2.0, (1.8, 2.2)), _build(1.0, (0.9, 1.1)))
     text = markdown(["before", "after"], {"before vs after": rows})
     assert "| figure | before | after | change | beyond noise |" in text
-    assert "| products.latency_s.p95 | 2 | 1 | -50.0% | yes |" in text
+    # Each repeated side with its 95% interval.
+    assert "| products.latency_s.p95 | 2 [1.8, 2.2] | 1 [0.9, 1.1] | -50.0% | yes |" in text
     assert "| products.latency_s.p50 | 0.1 | 0.1 | +0.0% | n/a |" in text

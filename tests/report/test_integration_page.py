@@ -53,7 +53,8 @@ def test_report_html_is_self_contained(report_html: Path) -> None:
     assert len(srcs) == len(CHARTS)
     assert all(s.startswith("data:image/png;base64,") for s in srcs)
     assert text.count("<thead>") == text.count("<table>") >= 4
-    for label in ("products p95", "products p99", "payments p95", "busy workers max (fault)"):
+    labels = ("products p95 (all phases)", "payments p95 (all phases)", "busy workers max (outage)")
+    for label in labels:
         assert f'<th scope="row">{label}</th>' in text
 
 
@@ -152,7 +153,7 @@ def test_report_html_renders_in_chromium(report_html: Path, tmp_path: Path) -> N
     assert fetched == []
     assert found["tables"] >= 4 and found["tablesWithHead"] == found["tables"]
     for label in ("products p95", "products p99", "products max", "payments p95"):
-        assert label in found["headlineRows"]
+        assert f"{label} (all phases)" in found["headlineRows"]
     assert len(found["images"]) == len(CHARTS)
     for img in found["images"]:
         assert img["complete"] and img["width"] > 0 and img["height"] > 0, img

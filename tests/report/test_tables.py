@@ -27,17 +27,19 @@ def test_markdown_of_an_old_report_is_unchanged() -> None:
 def test_headline_table() -> None:
     assert table_header(V1) == ["figure", "before", "after", "after vs before"]
     rows = {r[0]: r[1:] for r in headline_rows(V1)}
-    assert list(rows)[:2] == ["products p95", "products p99"]  # protected endpoint first
-    assert rows["products p95"] == ["3.46 s", "5 ms", "-99.9%"]
-    assert rows["blocked calls"] == ["-", "451", "-"]  # retry-only has no breaker series
+    # protected endpoint first
+    assert list(rows)[:2] == ["products p95 (all phases)", "products p99 (all phases)"]
+    assert rows["products p95 (all phases)"] == ["3.46 s", "5 ms", "-99.9%"]
+    # retry-only has no breaker series
+    assert rows["blocked calls (all phases)"] == ["-", "451", "-"]
     console = Console(width=120, record=True)
     console.print(terminal_table(V1))
-    assert "PG amplification (fault)" in console.export_text()
+    assert "PG amplification (outage)" in console.export_text()
 
 
 def test_page_of_an_old_report() -> None:
     text = render_html(V1, {})
-    assert '<th scope="row">products p95</th>' in text
+    assert '<th scope="row">products p95 (all phases)</th>' in text
     assert "No charts." in text
 
 
@@ -61,5 +63,5 @@ def test_dropped_requests_get_a_row_and_a_mention_only_when_there_are_some() -> 
     report = copy.deepcopy(V1)
     report["builds"]["before"]["endpoints"]["payments"]["dropped"] = 1234
     rows = {r[0]: r[1:] for r in headline_rows(report)}
-    assert rows["payments dropped (max-in-flight)"] == ["1234", "0", "-100.0%"]
+    assert rows["payments dropped by max-in-flight (all phases)"] == ["1234", "0", "-100.0%"]
     assert "dropped (max-in-flight): 1234" in markdown(report)
