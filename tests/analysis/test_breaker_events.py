@@ -17,6 +17,7 @@ from harness.analysis.presets import BREAKER_STATES, PRESETS
 from harness.analysis.replicas import target_series
 from harness.analysis.series import map_canonical, parse_text
 from harness.results.io import METRICS_COLUMNS
+from harness.results.manifest import build_record
 from tests.analysis.test_presets import SEQUENCE, _scrapes
 
 
@@ -81,5 +82,5 @@ def test_a_replica_s_warning_names_the_replica() -> None:
         ],
         ignore_index=True,
     )
-    warnings = target_series(metrics, {"preset": "opossum", "replicas": 2}).warnings
+    warnings = target_series(metrics, build_record("b", {"preset": "opossum", "replicas": 2})).warnings
     assert len(warnings) == 1 and warnings[0].startswith("target.0: the breaker opened again 1")
