@@ -82,5 +82,7 @@ def test_a_replica_s_warning_names_the_replica() -> None:
         ],
         ignore_index=True,
     )
-    warnings = target_series(metrics, build_record("b", {"preset": "opossum", "replicas": 2})).warnings
+    warnings = target_series(
+        metrics, build_record("b", {"preset": "opossum", "replicas": 2})
+    ).warnings
     assert len(warnings) == 1 and warnings[0].startswith("target.0: the breaker opened again 1")
