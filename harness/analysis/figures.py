@@ -21,6 +21,7 @@ import pandas as pd
 from harness.analysis.combine import combine_repetitions, compare
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats, gauge_summary
+from harness.analysis.gateway_check import silent_gateway
 from harness.analysis.ledger import ledger_figures
 from harness.analysis.model import (
     SCHEMA,
@@ -308,8 +309,17 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["replicas"] = replica_figures(
             data, build.payments, (data.t0 + fault_window[0], data.t0 + fault_window[1])
         )
-    if data.warnings:  # only when something read looks wrong (a half-counted breaker)
-        figures["warnings"] = data.warnings
+    kept = build.info.get("pg_calls")  # the ledger's rows; absent: it was not kept
+    silent = (
+        None
+        if kept is None
+        else silent_gateway(
+            data.samples, kept, data.gateway_endpoints, build.info.get("pg_url", "")
+        )
+    )
+    warnings = [*data.warnings, *([silent] if silent else [])]
+    if warnings:  # only when something read looks wrong (a half-counted breaker, no call)
+        figures["warnings"] = warnings
     missing = not_measured(data)
     if missing:  # only when something was not: a fully measured build reads as before
         figures["not_measured"] = missing

@@ -66,6 +66,16 @@ class _ProgressView:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
             self.last_print = time.monotonic()
 
+    def warning(self, name: str, text: str) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        err.print(
+            f"[yellow]build {escape(name)}: warning[/yellow]: {escape(text)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
     def finished(self, name: str, status: str) -> None:
         if self.live is not None:
             self.live.stop()
@@ -156,7 +166,10 @@ def run(
     signal.signal(signal.SIGTERM, raise_interrupt)
     view = _ProgressView()
     listener = RunListener(
-        build_started=view.started, progress=view.progress, build_finished=view.finished
+        build_started=view.started,
+        progress=view.progress,
+        warning=view.warning,
+        build_finished=view.finished,
     )
     try:  # probes the results folder: "cannot write here" before any process starts
         experiment = Experiment(

@@ -1,9 +1,11 @@
 """The run's events: what the orchestrator tells whoever listens (the CLI's live line, tests).
 
-Three events, fired in this order for every build (and every repetition of it):
+Four events, fired in this order for every build (and every repetition of it):
 
 - ``build_started(key)``: its folder exists; the gateway and target are about to start.
 - ``progress(Progress)``: about once a second while the load runs.
+- ``warning(key, text)``: after its results are written, each thing they show that most
+  likely means the build did not test what was meant (its gateway heard no call).
 - ``build_finished(key, status)``: every process has stopped and its results are written;
   ``status`` is ``completed``, ``interrupted`` or ``failed``.
 
@@ -39,4 +41,5 @@ class RunListener:
 
     build_started: Callable[[str], None] = lambda key: None
     progress: Callable[[Progress], None] = lambda progress: None
+    warning: Callable[[str, str], None] = lambda key, text: None
     build_finished: Callable[[str, str], None] = lambda key, status: None

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import httpx
 
+from harness.analysis.gateway_check import silent_gateway_in
 from harness.analysis.series import Preset, preset_for
 from harness.core.errors import RunError
 from harness.core.net import LOOPBACK, listener, port_of
@@ -202,6 +203,8 @@ class Experiment:
                 unsaved = self._save_build(bdir, scraper, target, info)
                 info["ended_at"] = utc_now()
                 self.save_manifest()
+            if info["status"] == "completed":
+                self._check_results(key, bdir, info)
             self.listener.build_finished(key, info["status"])
         if unsaved is not None:  # the build ran, but what it measured could not be kept
             raise unsaved
@@ -348,6 +351,19 @@ class Experiment:
                     f"{LOAD_WORKER}{k}", worker_argv(spread.connect_host, port), env=worker_env
                 )
         return master, ready_s
+
+    def _check_results(self, key: str, bdir: Path, info: BuildRecord) -> None:
+        """Say what the build's results show that most likely means a wrong setup."""
+        endpoints = [n for n, ep in self.scenario.traffic.items() if ep.calls_gateway]
+        calls = info.get("pg_calls")
+        if calls is None:  # its ledger was not kept: nothing to say
+            return
+        try:
+            text = silent_gateway_in(bdir, calls, endpoints, info.get("pg_url", ""))
+        except (OSError, ValueError):  # unreadable samples: the report says so
+            return
+        if text is not None:
+            self.listener.warning(key, text)
 
     def _save_build(
         self, bdir: Path, scraper: Scraper | None, target: Target, info: BuildRecord

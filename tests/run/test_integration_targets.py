@@ -172,6 +172,29 @@ def test_a_python_service_as_a_command_build(tmp_path: Path) -> None:
     products = samples[samples["endpoint"] == "products"]
     assert (products["status"] == 200).all()
     assert len(pd.read_parquet(run_dir / "tiny" / "pg.parquet")) > 0  # it called the gateway
+    assert "received no call" not in done.stderr
+
+
+def test_a_service_that_calls_another_gateway_is_warned_of(tmp_path: Path) -> None:
+    """Pointed at a closed port instead of the run's gateway, the service answers its
+    payments (502) and the ledger stays empty: a zero, said at the build's end and in the
+    report, while the run still completes."""
+    closed = _free_port()  # nothing listens there
+    scenario = _scenario(
+        tmp_path,
+        "  tiny:\n"
+        f"    command: {sys.executable} {TINY} --port {{port}} "
+        f"--pg-url http://127.0.0.1:{closed}\n",
+    )
+    done = _run(scenario)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "build tiny: warning: the gateway received no call while" in done.stderr
+    run_dir = _run_dir(scenario)
+    assert len(pd.read_parquet(run_dir / "tiny" / "pg.parquet")) == 0
+    report = json.loads((run_dir / "report.json").read_text())
+    (warning,) = report["builds"]["tiny"]["warnings"]
+    assert "requests to verify (calls-gateway) were sent" in warning
+    assert "gateway received no call" in (run_dir / "report.md").read_text()
 
 
 @pytest.fixture
