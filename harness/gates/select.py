@@ -25,10 +25,7 @@ def not_run(gate: Gate, report: Report) -> str | None:
     if not absent:
         return None
     which = ", ".join(repr(b) for b in absent)
-    return (
-        f"build {which} was not run (this run ran {', '.join(ran) or 'no build'}: "
-        "harness run --build)"
-    )
+    return f"build {which} was not run; --build chose {', '.join(ran) or 'no build'}"
 
 
 def skipped_gates(scenario: Scenario, report: Report) -> list[SkippedGate]:
