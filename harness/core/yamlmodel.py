@@ -112,6 +112,7 @@ _STRICT_MESSAGES = {
     "int_type": "expected an integer (a whole number)",
     "float_type": "expected a number",
     "bool_type": "expected true or false",
+    "string_type": "expected text",
 }
 
 
@@ -150,6 +151,9 @@ def describe_error(
 
 def _wrong_type(kind: str, given: bool | str | float | int) -> str:
     expected = _STRICT_MESSAGES[kind]
+    if kind == "string_type":  # YAML 1.2 reads a plain 09 or 1e3 as a number, true as true
+        shown = str(given).lower() if isinstance(given, bool) else f"a number ({short_repr(given)})"
+        return f"{expected}, got {shown}: quote it for text"
     if isinstance(given, bool):
         return f"{expected}, got {str(given).lower()} (a yes/no value is not a number)"
     if isinstance(given, str):
