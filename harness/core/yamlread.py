@@ -222,7 +222,10 @@ def _yaml11_value(value: str) -> tuple[bool, Any]:
     if tag not in (_T + "null", _T + "bool", _T + "int", _T + "float"):
         return False, value
     construct = _YAML11_CONSTRUCTOR.yaml_constructors[tag]
-    return True, construct(_YAML11_CONSTRUCTOR, yaml.ScalarNode(tag, value))
+    try:
+        return True, construct(_YAML11_CONSTRUCTOR, yaml.ScalarNode(tag, value))
+    except (ValueError, OverflowError):  # 0b_ or 0x_: PyYAML's own reader fails on it
+        return False, value
 
 
 def _same(a: Any, b: Any) -> bool:
