@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from harness.analysis.model import Report
 from harness.cli import app
 from harness.gates.evaluate import evaluate
+from harness.report.index import run_entry
 from harness.scenario.gates import parse_gate
 from tests.conftest import ROOT
 
@@ -89,3 +90,8 @@ def test_only_a_completed_run_skips_a_build_without_results() -> None:
 def test_a_build_the_scenario_lacks_is_refused(after_only: Path) -> None:
     done = CliRunner().invoke(app, ["gate", str(after_only), "--gate", "nope.products.p95 < 1"])
     assert done.exit_code == 2 and "unknown build 'nope'" in done.output
+
+
+def test_the_index_page_counts_them_apart(after_only: Path) -> None:
+    entry = run_entry(after_only)
+    assert entry.ok and entry.verdict() == "3/3 gates pass, 2 skipped"
