@@ -5,7 +5,7 @@ Validation is the models' own checks plus the gates: each gate is parsed and
 the builds, phases and figures it names are checked, so a typo fails at
 ``harness validate`` rather than at the end of a long run. The file itself is
 refused before it is parsed when it is not a regular file of at most 1 MiB of
-UTF-8 text (``harness.core.yamlmodel.read_text_file``).
+UTF-8 text (``harness.core.yamlread.read_text_file``).
 """
 
 from __future__ import annotations
