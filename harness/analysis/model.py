@@ -294,8 +294,17 @@ class SeedClaim(TypedDict):
     op: str
     limit: float | None
     """The gate's right side, evaluated."""
-    verdict: Literal["pass", "fail", "error"]
+    verdict: Literal["pass", "fail", "error", "skip"]
     detail: str
+
+
+class SkippedGate(TypedDict):
+    """A gate this run cannot answer: it names a build the run did not run (``--build``)."""
+
+    gate: str
+    """The gate's name (its text when it has none)."""
+    expr: str
+    reason: str
 
 
 class Report(TypedDict):
@@ -316,6 +325,8 @@ class Report(TypedDict):
     comparison: dict[str, dict[str, Change]]
     seed_claims: NotRequired[list[SeedClaim]]
     """Only when a gate of the scenario has ``seed:``: one entry per such gate, in order."""
+    skipped_gates: NotRequired[list[SkippedGate]]
+    """Only when a gate names a build the run did not run (``--build``): those gates, in order."""
 
 
 def read_report(path: Path) -> Report:

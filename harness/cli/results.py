@@ -96,13 +96,15 @@ def run_gates(
     base = load_report(baseline) if baseline is not None else None
     results = evaluate_all(gates, report, base)
     seeds += [None] * (len(results) - len(seeds))
-    table = Table(title=f"gates ({sum(r.passed for r in results)}/{len(results)} pass)")
+    skipped = sum(r.verdict == "skip" for r in results)
+    title = f"gates ({sum(r.passed for r in results)}/{len(results) - skipped} pass"
+    table = Table(title=title + (f", {skipped} skipped)" if skipped else ")"))
     with_seeds = any(seeds)
     columns = ("gate", "measured", "limit", "verdict") + (("seed",) if with_seeds else ())
     for col in columns:
         table.add_column(col, justify="left" if col in ("gate", "verdict", "seed") else "right")
     for r, seed in zip(results, seeds, strict=True):
-        colour = {"pass": "green", "fail": "red", "error": "yellow"}[r.verdict]
+        colour = {"pass": "green", "fail": "red", "error": "yellow", "skip": "cyan"}[r.verdict]
         measured = number(r.left)
         limit = "-" if r.right is None else f"{r.op} {number(r.right)}"
         verdict = r.verdict + (f" ({r.detail})" if r.detail else "")
@@ -114,7 +116,7 @@ def run_gates(
     if junit is not None:
         write_output(junit, junit_xml(results, scenario.name))
         console.print(f"JUnit XML: {junit}", highlight=False, markup=False)
-    return EXIT_OK if all(r.passed for r in results) else EXIT_GATE
+    return EXIT_GATE if any(r.failed for r in results) else EXIT_OK
 
 
 @app.command()

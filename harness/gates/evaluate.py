@@ -3,7 +3,8 @@
 The language itself (grammar, parser, the names a gate may use) is part of
 the scenario and lives in ``harness.scenario.gates``; here a parsed gate meets
 the figures of ``report.json``. A figure that was not measured makes the gate
-an error, which counts as a failure.
+an error, which counts as a failure; a gate naming a build the run did not
+run (``--build``) is skipped before it is evaluated (``harness.gates.select``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.analysis.model import Report
+from harness.gates.select import not_run
 from harness.scenario.gates import (
     BUSY_WORKER_FIGURES,
     ENDPOINT_FIGURES,
@@ -122,7 +124,7 @@ class GateResult:
     left: float | None
     op: str
     right: float | None
-    verdict: Literal["pass", "fail", "error"]
+    verdict: Literal["pass", "fail", "error", "skip"]
     detail: str = ""
     figures: tuple[tuple[str, float | None], ...] = ()
     """Each figure the gate names, as written, with its value (None: not measured): what a
@@ -131,6 +133,11 @@ class GateResult:
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
+
+    @property
+    def failed(self) -> bool:
+        """A verdict that fails the run (``skip`` does not)."""
+        return self.verdict in ("fail", "error")
 
 
 class _Missing(Exception):
@@ -195,6 +202,9 @@ def _replica_value(node: Metric, build: Mapping[str, Any]) -> float:
 
 def evaluate(gate: Gate, report: Report, baseline: Report | None = None) -> GateResult:
     """Compare both sides; a figure that was not measured makes the gate an error (a failure)."""
+    skipped = not_run(gate, report)
+    if skipped is not None:
+        return GateResult(gate.name, gate.text, None, gate.op, None, "skip", skipped)
     figures = tuple(
         (str(m), _value_or_none(m, report, baseline)) for m in dict.fromkeys(gate.metrics())
     )

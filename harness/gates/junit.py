@@ -23,21 +23,20 @@ def xml_safe(text: str) -> str:
 
 
 def junit_xml(results: list[GateResult], suite: str) -> str:
-    """JUnit XML: one test case per gate, so CI systems list each gate as a test."""
+    """JUnit XML: one test case per gate, so CI systems list each gate as a test (a gate
+    the run could not answer, ``--build``, as a skipped one)."""
     failures = sum(r.verdict == "fail" for r in results)
     errors = sum(r.verdict == "error" for r in results)
+    skipped = sum(r.verdict == "skip" for r in results)
     suite = xml_safe(suite)
-    root = ET.Element(
-        "testsuites", tests=str(len(results)), failures=str(failures), errors=str(errors)
-    )
-    ts = ET.SubElement(
-        root,
-        "testsuite",
-        name=f"harness gates: {suite}",
-        tests=str(len(results)),
-        failures=str(failures),
-        errors=str(errors),
-    )
+    counts = {
+        "tests": str(len(results)),
+        "failures": str(failures),
+        "errors": str(errors),
+        "skipped": str(skipped),
+    }
+    root = ET.Element("testsuites", counts)
+    ts = ET.SubElement(root, "testsuite", {"name": f"harness gates: {suite}", **counts})
     for r in results:
         text, detail = xml_safe(r.text), xml_safe(r.detail)
         case = ET.SubElement(
@@ -50,6 +49,9 @@ def junit_xml(results: list[GateResult], suite: str) -> str:
             ).text = f"gate: {text}\nmeasured: {measured}"
         elif r.verdict == "error":
             ET.SubElement(case, "error", message=detail).text = f"gate: {text}\n{detail}"
+        elif r.verdict == "skip":
+            ET.SubElement(case, "skipped", message=detail)
+            measured = "skipped"
         ET.SubElement(case, "system-out").text = f"{text}\nmeasured: {measured}"
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -51,16 +51,24 @@ class IndexEntry:
         return sum(g.passed for g in self.gates)
 
     @property
+    def answered(self) -> int:
+        """Gates with a verdict (not skipped: a build they name was not run)."""
+        return sum(g.verdict != "skip" for g in self.gates)
+
+    @property
     def ok(self) -> bool:
         """A run with a report whose gates all pass (a run without gates too)."""
-        return self.problem is None and self.passed == len(self.gates)
+        return self.problem is None and self.passed == self.answered
 
     def verdict(self) -> str:
         if self.problem is not None:
             return self.problem
         if not self.gates:
             return "no gates"
-        return f"{self.passed}/{len(self.gates)} gates pass"
+        skipped = len(self.gates) - self.answered
+        return f"{self.passed}/{self.answered} gates pass" + (
+            f", {skipped} skipped" if skipped else ""
+        )
 
 
 def is_run_dir(path: Path) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.analysis.figures import analyse
 from harness.analysis.model import Report
+from harness.gates.select import skipped_gates
 from harness.report.claims import seed_claims
 from harness.report.tables import markdown
 from harness.results.io import write_json_atomic, write_text_atomic
@@ -28,6 +29,9 @@ def make_report(run_dir: str | Path, charts: bool = True) -> Report:
     claims = seed_claims(scenario, report)
     if claims:  # only when a gate has seed: a report without them reads as before
         report["seed_claims"] = claims
+    skipped = skipped_gates(scenario, report)
+    if skipped:  # only when --build left out a build a gate names
+        report["skipped_gates"] = skipped
     write_json_atomic(path / "report.json", report)
     write_text_atomic(path / "report.md", markdown(report))
     if charts and report["builds"]:

@@ -177,7 +177,7 @@ def markdown(report: Report) -> str:
     lines.append("")
     lines += [f"**Warning**: {_md_cell(w)}\n" for w in report_warnings(report)]
     lines += [f"Note: {_md_cell(n)}\n" for n in headline_notes(report)]
-    lines += _claims_section(report)
+    lines += _claims_section(report) + _skipped_section(report)
     for name, build in report["builds"].items():
         lines += [f"## {name} ({build['profile']})", ""]
         lines.append("| endpoint | requests | rps | success | p50 | p95 | p99 | max | errors |")
@@ -210,6 +210,16 @@ def _claims_section(report: Report) -> list[str]:
         "the seed's own figure is beside ours for scale."
     )
     return ["## Seed claims", "", intro, ""] + _table(CLAIM_HEADER, rows)
+
+
+def _skipped_section(report: Report) -> list[str]:
+    """Gates this run could not answer (``--build`` left out a build they name)."""
+    skipped = report.get("skipped_gates") or []
+    if not skipped:
+        return []
+    rows = [[_md_cell(g["gate"]), _md_cell(g["reason"])] for g in skipped]
+    intro = f"{len(skipped)} gate(s) skipped: they name a build this run did not run."
+    return ["## Gates skipped", "", intro, ""] + _table(["gate", "why"], rows)
 
 
 def _md_cell(text: str) -> str:

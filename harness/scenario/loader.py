@@ -1,10 +1,11 @@
-"""Reading scenario files: YAML validated once into typed models, every problem reported at once.
+"""Reading scenario files: YAML validated once into typed models, every problem reported at once
+(in the file's order, by line and column).
 
 Validation is the models' own checks plus the gates: each gate is parsed and
 the builds, phases and figures it names are checked, so a typo fails at
 ``harness validate`` rather than at the end of a long run. The file itself is
 refused before it is parsed when it is not a regular file of at most 1 MiB of
-UTF-8 text (``harness.core.yamlmodel.read_text_file``).
+UTF-8 text (``harness.core.yamlread.read_text_file``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from harness.core.errors import Problem, ScenarioError
 from harness.core.yamlmodel import (
     Validated,
     display_name,
+    in_file_order,
     problem_at,
     read_text_file,
     validate_yaml,
@@ -38,7 +40,7 @@ def load_scenario_text(
         for path, message in done.model.traffic_problems()
     ]
     if problems:
-        raise ScenarioError(problems)
+        raise ScenarioError(in_file_order(problems))
     return LoadedScenario(path=file, text=text, scenario=done.model)
 
 

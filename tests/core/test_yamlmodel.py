@@ -170,7 +170,8 @@ def test_huge_inputs_are_quoted_short() -> None:
         )
     (problem,) = info.value.problems
     assert (
-        str(problem) == "x.yaml:1:7: name: Input should be a valid string (got a 299-bit integer)"
+        str(problem)
+        == "x.yaml:1:7: name: expected text, got a number (a 299-bit integer): quote it for text"
     )
     assert short_repr(10**5000) == "a 16610-bit integer"
     assert short_repr("x" * 1000).endswith("...") and len(short_repr("x" * 1000)) == 60

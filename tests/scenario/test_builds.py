@@ -133,8 +133,14 @@ def test_a_build_is_exactly_one_kind() -> None:
 
 
 def test_an_environment_name_yaml_reads_as_a_boolean_gets_a_hint() -> None:
-    (problem,) = _problems("builds:\n  c: {command: [s, '{port}'], env: {ON: 1}}\n")
+    (problem,) = _problems("builds:\n  c: {command: [s, '{port}'], env: {true: 1}}\n")
     assert "YAML read this variable's name as the boolean true" in problem
+
+
+def test_an_environment_name_yaml_1_1_read_as_a_boolean_is_its_name() -> None:
+    # YAML 1.2: ON, off, yes are text; a key is a name, so it is what was written.
+    (build,) = _builds("builds:\n  c: {command: [s, '{port}'], env: {ON: 1, off: x}}\n").values()
+    assert isinstance(build, CommandBuild) and build.env == {"ON": "1", "off": "x"}
 
 
 def test_keys_of_another_kind_are_unknown_at_their_line() -> None:
@@ -152,13 +158,13 @@ def test_metrics_settings_are_checked() -> None:
         "      port: '{prot}'\n"
         "      map: {blocked: x, pg_calls: 'circuit{event=fire}'}\n"
     )
-    assert [p.split(": ", 2)[1] for p in problems] == [
-        "builds.c.metrics.port",
+    assert [p.split(": ", 2)[1] for p in problems] == [  # in the file's order
         "builds.c.metrics.preset",
+        "builds.c.metrics.port",
         "builds.c.metrics.map.blocked",
         "builds.c.metrics.map.pg_calls",
     ]
-    assert "'micrometer'" in problems[1]
+    assert "'micrometer'" in problems[0]
     assert "'blocked' is not a canonical series" in problems[2]
     assert "expected a double-quoted label value" in problems[3]
 
