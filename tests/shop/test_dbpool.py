@@ -54,7 +54,9 @@ def test_never_more_connections_out_than_the_pool_has() -> None:
                 with lock:
                     inside += 1
                     most = max(most, inside)
-                time.sleep(0.002)
+                # Long enough that three holders overlap even on a loaded machine (a 2 ms
+                # hold let the threads run one after another under a parallel test run).
+                time.sleep(0.02)
                 with lock:
                     inside -= 1
 
