@@ -13,13 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.analysis.model import Report
+from harness.core.catalogue import ENDPOINT, Figure, gated
 from harness.scenario.gates import (
-    BUSY_WORKER_FIGURES,
-    ENDPOINT_FIGURES,
-    ENDPOINT_RECOVERY,
-    LATENCY_FIGURES,
     REPLICA_AGGREGATES,
-    TIMELINE_FIGURES,
     BinOp,
     Comparator,
     Gate,
@@ -41,76 +37,52 @@ _COMPARE: dict[Comparator, Callable[[float, float], bool]] = {
 }
 
 
+class _NotExposed(KeyError):
+    """A figure the catalogue knows whose key the report lacks, and what that means."""
+
+
+def _dig(section: Mapping[str, Any], key: str, figure: Figure) -> Any:
+    """The value at ``key`` (dotted) of ``section``: KeyError when the report has no such
+    figure, ``_NotExposed`` when the catalogue says what its absence means."""
+    value: Any = section
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            if figure.absent is not None:
+                raise _NotExposed(figure.absent)
+            raise KeyError(key)
+        value = value[part]
+    if figure.complement and value is not None:
+        return 100.0 - float(value)
+    return value
+
+
 def _lookup(build: Mapping[str, Any], path: tuple[str, ...], phase: str | None) -> Any:
     """Find a figure in one build's report section; KeyError when there is no such figure.
 
-    Looked up by name, not through the typed model: the path comes from the gate's text.
+    The gate's name says which figure of the catalogue (``core.catalogue.gated``); its
+    report key (or its key per phase) says where it is.
     """
+    found = gated(".".join(path), build["endpoints"])
+    if found is None:
+        raise KeyError(".".join(path))
+    figure, endpoint = found
+    key = figure.phase_key if phase else figure.key
+    if key is None:
+        raise KeyError(".".join(path))
     window = build["phases"][phase] if phase else build
-    head, rest = path[0], path[1:]
-    if head in build["endpoints"] and rest == (ENDPOINT_RECOVERY,) and not phase:
-        # absent from reports written before the figure existed: not measured
-        return build["timeline"].get("endpoints_recover_s", {}).get(head)
-    if head in build["endpoints"] and len(rest) == 1:
-        stats = window["endpoints"][head]
-        stat = rest[0]
-        if stat in LATENCY_FIGURES:
-            return stats["latency_s"][stat]
-        if stat == "error_pct":
-            ok = stats["success_pct"]
-            return None if ok is None else 100.0 - ok
-        if stat in ENDPOINT_FIGURES:
-            return stats[stat]
-    if head == "busy_workers" and len(rest) == 1 and rest[0] in BUSY_WORKER_FIGURES:
-        return (
-            window["workers"][f"busy_{rest[0]}"]
-            if phase
-            else build["workers"][f"busy_{rest[0]}_fault"]
-        )
-    if path == ("max_workers",):
-        return build["workers"]["max_workers"]
-    if head == "blocked" and rest in (("total",), ("per_s",)):
-        if phase:
-            return window["breaker"]["blocked" if rest[0] == "total" else "blocked_per_s"]
-        return build["breaker"]["blocked_total" if rest[0] == "total" else "blocked_per_s_fault"]
-    if path == ("breaker", "open_pct"):
-        return window["breaker"]["open_pct"] if phase else build["breaker"]["open_pct_fault"]
-    if path == ("breaker", "opens"):
-        return window["breaker"]["opens"]
-    if head == "pg" and rest in (("calls",), ("amplification",)):
-        return window["pg"][rest[0]]
-    if path == ("pg", "retries") and not phase:
-        return build["pg"]["retries"]
-    if len(path) == 1 and head in TIMELINE_FIGURES and not phase:
-        return build["timeline"][TIMELINE_FIGURES[head]]
-    raise KeyError(".".join(path))
+    return _dig(window, key.replace(ENDPOINT, endpoint or ""), figure)
 
 
 def _replica_lookup(replica: Mapping[str, Any], path: tuple[str, ...], phase: str | None) -> Any:
     """One replica's figure (``REPLICA_FIGURES``) in its section of ``builds.<b>.replicas``."""
-    window = replica["phases"][phase] if phase else None
-    head, rest = path[0], path[1:]
-    if head == "busy_workers" and len(rest) == 1 and rest[0] in BUSY_WORKER_FIGURES:
-        if window is not None:
-            return window["workers"][f"busy_{rest[0]}"]
-        return replica["workers"][f"busy_{rest[0]}_fault"]
-    if path == ("max_workers",) and not phase:
-        return replica["workers"]["max_workers"]
-    if head == "blocked" and rest in (("total",), ("per_s",)):
-        if window is not None:
-            return window["breaker"]["blocked" if rest[0] == "total" else "blocked_per_s"]
-        return replica["breaker"]["blocked_total" if rest[0] == "total" else "blocked_per_s_fault"]
-    if path == ("breaker", "open_pct"):
-        if window is not None:
-            return window["breaker"]["open_pct"]
-        return replica["breaker"]["open_pct_fault"]
-    if path == ("breaker", "opens"):
-        return (window or replica)["breaker"]["opens"]
-    if path == ("time_to_open",) and not phase:
-        return replica["breaker"]["time_to_open_s"]
-    if path == ("pg", "retries") and not phase:
-        return replica["pg"]["retries"]
-    raise KeyError(".".join(path))
+    found = gated(".".join(path))
+    if found is None or found[0].replica_key is None:
+        raise KeyError(".".join(path))
+    figure = found[0]
+    key = figure.phase_key if phase else figure.replica_key
+    if key is None:
+        raise KeyError(".".join(path))
+    return _dig(replica["phases"][phase] if phase else replica, key, figure)
 
 
 @dataclass(frozen=True)
@@ -163,6 +135,8 @@ def _value(node: Node, report: Report, baseline: Report | None) -> float:
         return _replica_value(node, build)
     try:
         value = _lookup(build, node.path, node.phase)
+    except _NotExposed as exc:
+        raise _Missing(f"{node} was not measured: {exc.args[0]}") from exc
     except KeyError as exc:
         raise _Missing(f"{node}: no such figure in the report") from exc
     if value is None:
@@ -185,6 +159,8 @@ def _replica_value(node: Metric, build: Mapping[str, Any]) -> float:
     for index in chosen:
         try:
             value = _replica_lookup(replicas[index], node.path, node.phase)
+        except _NotExposed as exc:
+            raise _Missing(f"{node}: replica {index} did not measure it: {exc.args[0]}") from exc
         except KeyError as exc:
             raise _Missing(f"{node}: no such figure for replica {index} in the report") from exc
         if value is None:

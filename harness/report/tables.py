@@ -16,6 +16,7 @@ from harness.analysis.combine import change_pct
 from harness.analysis.format import Unit, change
 from harness.analysis.format import figure as fmt
 from harness.analysis.model import BuildReport, Report, WindowFigures
+from harness.core.catalogue import FIGURES, NOT_EXPOSED
 from harness.report.claims import CLAIM_HEADER, claim_row
 
 Getter = Callable[[BuildReport], float | None]
@@ -27,9 +28,12 @@ def headline_rows(report: Report) -> list[list[str]]:
     base = report.get("baseline")
     rows: list[list[str]] = []
 
-    def row(label: str, getter: Getter, unit: Unit = "") -> None:
+    def row(label: str, getter: Getter, unit: Unit = "", exposed: list[bool] | None = None) -> None:
         values = [getter(report["builds"][b]) for b in builds]
-        cells = [label] + [fmt(v, unit) for v in values]
+        shown = exposed or [True] * len(builds)
+        cells = [label] + [
+            fmt(v, unit) if e else NOT_EXPOSED for v, e in zip(values, shown, strict=True)
+        ]
         if base is not None and len(builds) > 1:
             b0 = getter(report["builds"][base])
             cells += [
@@ -46,15 +50,13 @@ def headline_rows(report: Report) -> list[list[str]]:
         row(f"{ep} achieved rps", _endpoint(ep, "achieved_rps"))
         if any(report["builds"][b]["endpoints"][ep].get("dropped") for b in builds):
             row(f"{ep} dropped (max-in-flight)", _dropped(ep))
-    row("busy workers max (fault)", lambda b: b["workers"]["busy_max_fault"])
-    row("busy workers mean (fault)", lambda b: b["workers"]["busy_mean_fault"])
-    row("busy workers p50 (fault)", lambda b: b["workers"]["busy_p50_fault"])
-    row("max workers", lambda b: b["workers"]["max_workers"])
-    row("blocked calls", lambda b: b["breaker"]["blocked_total"])
-    row("blocked calls/s (fault)", lambda b: b["breaker"]["blocked_per_s_fault"])
-    row("PG calls received", lambda b: b["pg"]["calls"])
-    row("PG amplification", lambda b: b["pg"]["amplification"])
-    row("PG amplification (fault)", lambda b: b["pg"]["amplification_fault"])
+    for figure in FIGURES:  # the catalogue's rows: pool, breaker, gateway, its own series
+        if figure.label is None:
+            continue
+        exposed = [_has(report["builds"][b], figure.key) for b in builds]
+        if not any(exposed) and figure.absent == NOT_EXPOSED:
+            continue  # an optional series no build exposed: no row
+        row(figure.label, _figure(figure.key), figure.unit, exposed)
     if any("resources" in report["builds"][b] for b in builds):  # docker builds: the cost
         row("container CPU % mean", _resource("cpu_pct_mean"), "%")
         row("container CPU % max", _resource("cpu_pct_max"), "%")
@@ -71,6 +73,30 @@ def _resource(
     def get(b: BuildReport) -> float | None:
         value = b["resources"][key] if "resources" in b else None
         return None if value is None else round(value * scale, digits)
+
+    return get
+
+
+def _has(build: BuildReport, key: str) -> bool:
+    """Whether a build's report has the (dotted) key at all."""
+    value: object = build
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def _figure(key: str) -> Getter:
+    """A catalogue figure's value by its report key (None when absent)."""
+
+    def get(b: BuildReport) -> float | None:
+        value: object = b
+        for part in key.split("."):
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
     return get
 

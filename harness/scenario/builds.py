@@ -30,9 +30,10 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
+from harness.core.catalogue import CANONICAL_SERIES
 from harness.core.durations import Duration
 from harness.core.net import is_loopback
-from harness.core.selectors import CANONICAL_SERIES, parse_selector
+from harness.core.selectors import parse_selector
 from harness.core.yamlmodel import StrictModel
 from harness.scenario.placeholders import (
     Argv,

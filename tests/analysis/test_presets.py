@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.analysis.figures import NOT_MEASURED_FIGURES, not_measured
+from harness.analysis.cuts import NOT_MEASURED_FIGURES
+from harness.analysis.figures import not_measured
 from harness.analysis.presets import BREAKER_STATES, PRESETS, Preset, resolve_preset
 from harness.analysis.series import (
     breaker_state_now,
