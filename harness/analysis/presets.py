@@ -110,6 +110,13 @@ class Preset:
         return {"preset": self.name, "metrics_map": dict(self.overrides), "breaker": self.breaker}
 
 
+_HIKARI = {
+    "db_active": Selector("hikaricp_connections_active"),
+    "db_pending": Selector("hikaricp_connections_pending"),
+    "db_max": Selector("hikaricp_connections_max"),
+    "db_timeouts": Selector("hikaricp_connections_timeout_total"),
+}
+"""HikariCP's pool series, as Micrometer names them (summed over pools: the ``pool`` label)."""
 _R4J_BLOCKED = Selector("resilience4j_circuitbreaker_not_permitted_calls_total")
 _R4J_STATE = Selector("resilience4j_circuitbreaker_state")
 
@@ -123,6 +130,7 @@ PRESETS: dict[str, Preset] = {
             "pg_calls": Selector("shop_pg_calls_total"),
             "retries": Selector("shop_pg_retries_total"),
             "breaker_state": _R4J_STATE,
+            **_HIKARI,
         },
     ),
     "spring-boot": Preset(
@@ -142,6 +150,7 @@ PRESETS: dict[str, Preset] = {
                 )
             ),
             "breaker_state": _R4J_STATE,
+            **_HIKARI,
         },
         breaker_series=frozenset({"blocked_calls", "breaker_state", "pg_calls"}),
         notes={

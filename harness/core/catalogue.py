@@ -56,6 +56,10 @@ SERIES: tuple[Series, ...] = (
     Series("pg_calls", "counter", "calls to the gateway, as the target counted them"),
     Series("retries", "counter", "extra attempts made by Retry"),
     Series("breaker_state", "state", "the breaker's state"),
+    Series("db_active", "gauge", "DB connections in use", optional=True),
+    Series("db_pending", "gauge", "threads waiting for a DB connection", optional=True),
+    Series("db_max", "gauge", "the DB connection pool's size", optional=True),
+    Series("db_timeouts", "counter", "waits for a DB connection that timed out", optional=True),
 )
 """Every canonical series, in the order presets, ``metrics.map`` and reports list them."""
 
@@ -352,6 +356,17 @@ FIGURES: tuple[Figure, ...] = (
         unit="%",
         meaning="% of gateway requests refused while the gateway was healthy (seed 004's false "
         "opens, and the time it stays open after recovery)",
+    ),
+    *gauge_figures("db_active", "DB connections active", "DB connections in use (HikariCP)"),
+    *gauge_figures(
+        "db_pending", "DB connections pending", "threads waiting for a DB connection (HikariCP)"
+    ),
+    series_figure("db_max", "peak", "DB pool size", "the DB connection pool's size"),
+    series_figure(
+        "db_timeouts",
+        "count",
+        "DB connection timeouts",
+        "waits for a DB connection that reached connection-timeout",
     ),
 )
 """Every figure, in the order of the headline table's rows and of the docs' tables."""

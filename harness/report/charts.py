@@ -68,6 +68,13 @@ CHARTS = (
     "breaker_state",
 )
 """Chart keys, in the order a report shows them; each is written as ``<key>.png``."""
+POOL_SERIES = {
+    "db_active": ("-", "in use"),
+    "db_pending": ("--", "waiting"),
+    "db_max": (":", "size"),
+}
+"""The DB pool chart's series -> (line style, what); ``db_pool.png`` is drawn only when a
+build exposed one."""
 
 CAPTIONS = {
     "busy_workers": "Busy request threads per build over time; the dashed line is the pool size.",
@@ -82,6 +89,8 @@ CAPTIONS = {
     "style); the dot is the maximum.",
     "breaker_state": "Circuit breaker state per build (one row per replica of a replicated "
     "build: each has its own breaker), as sampled at each metrics scrape.",
+    "db_pool": "DB connections per build over time (HikariCP): in use (solid), threads "
+    "waiting for one (dashed) and the pool's size (dotted); only builds with a pool.",
 }
 """One line per chart saying what it shows, for reports that embed the PNGs."""
 
@@ -131,7 +140,8 @@ def _long_series(canon: pd.DataFrame, name: str) -> tuple[Array, Array]:
 
 
 def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, Path]:
-    """Write the five charts of ``run`` into ``out_dir``; returns ``{key: png path}``."""
+    """Write the five charts of ``run`` into ``out_dir``, and the DB pool's when a build has
+    one; returns ``{key: png path}``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     builds = _prepare(run, scenario)
     span = _span(builds, scenario)
@@ -142,9 +152,11 @@ def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, 
         "latency_distribution": _latency_distribution,
         "breaker_state": _breaker_state,
     }
-    return {
-        key: save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in CHARTS
-    }
+    keys = list(CHARTS)
+    if any(len(b.series(name)[0]) for b in builds for name in POOL_SERIES):
+        drawers["db_pool"] = _db_pool
+        keys.append("db_pool")
+    return {key: save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in keys}
 
 
 # ---------------------------------------------------------------- data
@@ -423,4 +435,25 @@ def _breaker_state(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
         empty(ax, "no builds in this run")
     time_axes(ax, scenario, span, bottom=True)
     legend(ax, [Patch(color=state_style(c)[1], label=state_style(c)[0]) for c in sorted(seen)])
+    return fig
+
+
+def _db_pool(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
+    """Per build with a DB pool: connections in use, threads waiting, the pool's size."""
+    fig, (ax,) = new_figure(1, 3.4)
+    ax.set_title("DB connection pool (connections in use, threads waiting, pool size)")
+    for b in builds:
+        for name, (style, what) in POOL_SERIES.items():
+            t, value = b.series(name)
+            if len(t):
+                ax.step(
+                    t, value, where="post", color=b.colour, ls=style, label=f"{b.label}: {what}"
+                )
+    missing = [b.name for b in builds if not any(len(b.series(n)[0]) for n in POOL_SERIES)]
+    if missing:
+        note(ax, "no DB pool exposed by " + ", ".join(missing), y=0.6)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
+    ax.set_ylabel("connections / threads")
+    time_axes(ax, scenario, span, bottom=True)
+    legend(ax)
     return fig

@@ -127,6 +127,10 @@ def test_resolve_preset_refuses_bad_input_with_the_key() -> None:
         "pg_calls",
         "retries",
         "breaker_state",
+        "db_active",
+        "db_pending",
+        "db_max",
+        "db_timeouts",
     }
 
 
