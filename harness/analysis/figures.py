@@ -15,6 +15,7 @@ between the scrapes around it. A build's totals cover the measured window
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import numpy as np
@@ -55,7 +56,7 @@ from harness.analysis.model import (
 )
 from harness.analysis.replicas import target_series
 from harness.analysis.series import PG_RECEIVED, counter, counter_delta, select
-from harness.core.catalogue import FIGURES
+from harness.core.catalogue import ENDPOINT, FIGURES, GATED
 from harness.core.selectors import CONTAINER_SOURCE, RESOURCE_SERIES, Selector
 from harness.load.plan import DROPPED
 from harness.results.model import BuildResult, RunResult
@@ -158,25 +159,33 @@ class BuildSeries:
             window["series"] = cuts["series"]
         return window
 
-    def timeline(self, time_to_open_s: float | None) -> Timeline:
+    def timeline(self, time_to_open_s: float | None) -> tuple[Timeline, dict[str, float]]:
         """How fast the breaker reacted (``time_to_open_s``, from the catalogue's cut), how
-        fast service came back, and needless blocking."""
+        fast service came back, and needless blocking; and the recoveries that did not come
+        inside the window: report key -> the seconds watched after the fault (a bound: the
+        recovery, if it came, took longer; the report reads ``> N s``)."""
         fault = self.scenario.fault_window()
         if fault is None:
             return {
                 "time_to_open_s": None,
                 "time_to_recover_s": None,
                 "blocked_pct_healthy": self._blocked_pct_healthy(),
-            }
+            }, {}
         fs, fe = self.t0 + fault[0], self.t0 + fault[1]
-        return {
+        watched = _round(self.scenario.duration - fault[1], 3) or 0.0
+        recover = self._time_to_recover(fe)
+        endpoints = {name: self._endpoint_recovery(name, fs, fe) for name in self.scenario.traffic}
+        unreached = {"timeline.time_to_recover_s": watched} if recover == math.inf else {}
+        for name, value in endpoints.items():
+            if value == math.inf:
+                unreached[_RECOVERY.replace(ENDPOINT, name)] = watched
+        timeline: Timeline = {
             "time_to_open_s": time_to_open_s,
-            "time_to_recover_s": self._time_to_recover(fe),
+            "time_to_recover_s": _reached(recover),
             "blocked_pct_healthy": self._blocked_pct_healthy(),
-            "endpoints_recover_s": {
-                name: self._endpoint_recovery(name, fs, fe) for name in self.scenario.traffic
-            },
+            "endpoints_recover_s": {name: _reached(v) for name, v in endpoints.items()},
         }
+        return timeline, unreached
 
     def _gateway_samples(self) -> pd.DataFrame:
         names = self.gateway_endpoints or list(self.scenario.traffic)
@@ -201,7 +210,7 @@ class BuildSeries:
         Healthy p99: its answered requests before the fault began. Unlike
         ``time_to_recover`` (answers only), this sees a queue that still holds requests
         for seconds after the gateway heals (seed 000's retry-only reads). None without a
-        healthy time before the fault, or if it never came back.
+        healthy time before the fault; ``inf`` if it never came back inside the window.
         """
         samples = self.samples[self.samples["endpoint"] == name]
         latency = samples["end"] - samples["intended_start"]
@@ -232,6 +241,16 @@ class BuildSeries:
         return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
 
 
+_RECOVERY = GATED[f"{ENDPOINT}.time_to_recover"].key
+"""Where an endpoint's own recovery is in the report (``timeline.endpoints_recover_s.<ep>``)."""
+
+
+def _reached(seconds: float | None) -> float | None:
+    """A recovery's seconds as reported: ``inf`` (it never came) is None; ``not_reached``
+    holds its bound."""
+    return None if seconds == math.inf else seconds
+
+
 def _first_good_span(
     samples: pd.DataFrame,
     good: pd.Series,
@@ -240,7 +259,8 @@ def _first_good_span(
     span_s: int = 5,
 ) -> float | None:
     """The first whole second after ``since`` from which ``good`` holds for >= ``threshold``
-    of the samples intended over the next ``span_s`` seconds; None if none does."""
+    of the samples intended over the next ``span_s`` seconds; ``inf`` if none does (not
+    reached), None without samples (not measured)."""
     if samples.empty:
         return None
     bins = np.floor(samples["intended_start"].to_numpy() - since).astype(int)
@@ -250,7 +270,7 @@ def _first_good_span(
         n = total[first : first + span_s].sum()
         if n and passed[first : first + span_s].sum() / n >= threshold:
             return float(first)
-    return None
+    return math.inf
 
 
 def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
@@ -264,6 +284,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     has_breaker = any(not state.empty for state in data.states())
     windows = _windows(data)
     cuts = cut(data.reader(), "build", windows)
+    timeline, unreached = data.timeline(cuts["timeline"]["time_to_open_s"])
     pg = {
         "source": data.pg_source,
         "calls": whole["pg"]["calls"],
@@ -281,7 +302,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
             BreakerFigures, ordered({"present": has_breaker, **cuts["breaker"]}, BreakerFigures)
         ),
         "pg": cast(PgFigures, ordered(pg, PgFigures)),
-        "timeline": data.timeline(cuts["timeline"]["time_to_open_s"]),
+        "timeline": timeline,
         "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
         "ledger": ledger_figures(build.ledger, build.payments),
     }
@@ -292,6 +313,8 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["series"] = cuts["series"]
     if data.replicas:  # replicas: N: each replica's own figures (the build's are their sums)
         figures["replicas"] = replica_figures(data, build.payments)
+    if unreached:  # only when a recovery never came inside the window
+        figures["not_reached"] = unreached
     missing = not_measured(data)
     if missing:  # only when something was not: a fully measured build reads as before
         figures["not_measured"] = missing

@@ -241,6 +241,10 @@ class BuildFigures(TypedDict):
     (``"0"``, ``"1"``, ...). The build's own figures are read across them: busy and max
     workers summed per scrape round, counts the exact sums of the replicas' counts,
     ``open_pct`` the mean of theirs, ``time_to_open_s`` the first replica's to open."""
+    not_reached: NotRequired[dict[str, float]]
+    """Figure (dotted report key, e.g. ``timeline.time_to_recover_s``) -> N: a recovery that
+    never came inside the measured window, which went on N s after the fault's end; the
+    figure is None and reads ``> N s``, and gates compare the bound. Only when some was."""
     not_measured: NotRequired[dict[str, str]]
     """Figure (dotted, as in ``comparison``) -> why it is None: the series it is read from
     never appeared, with the series the target did expose. Absent in older reports."""

@@ -336,6 +336,7 @@ FIGURES: tuple[Figure, ...] = (
         gate="time_to_open",
         replica_key="breaker.time_to_open_s",
         unit="s",
+        label="time to open",
         meaning="s from the first fault phase's start to the breaker's first open scrape",
     ),
     Figure(
@@ -345,6 +346,7 @@ FIGURES: tuple[Figure, ...] = (
         window="run",
         gate="time_to_recover",
         unit="s",
+        label="time to recover",
         meaning="s from the last fault phase's end until gateway requests succeed >= 95% over 5 s",
     ),
     Figure(

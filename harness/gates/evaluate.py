@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.analysis.format import figure, number
 from harness.analysis.model import Report
-from harness.core.catalogue import ENDPOINT, Figure, gated
+from harness.core.catalogue import ENDPOINT, Figure, Unit, gated, unit_of
 from harness.scenario.gates import (
     REPLICA_AGGREGATES,
     BinOp,
@@ -35,6 +36,10 @@ _COMPARE: dict[Comparator, Callable[[float, float], bool]] = {
     "==": lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)),
     "!=": lambda a, b: abs(a - b) > 1e-9 * max(1.0, abs(a), abs(b)),
 }
+
+
+class _Bound(Exception):
+    """A recovery that never came inside the window: only its bound is known (``> N s``)."""
 
 
 class _NotExposed(KeyError):
@@ -70,7 +75,11 @@ def _lookup(build: Mapping[str, Any], path: tuple[str, ...], phase: str | None) 
     if key is None:
         raise KeyError(".".join(path))
     window = build["phases"][phase] if phase else build
-    return _dig(window, key.replace(ENDPOINT, endpoint or ""), figure)
+    where = key.replace(ENDPOINT, endpoint or "")
+    value = _dig(window, where, figure)
+    if value is None and not phase and where in (build.get("not_reached") or {}):
+        raise _Bound(build["not_reached"][where])
+    return value
 
 
 def _replica_lookup(replica: Mapping[str, Any], path: tuple[str, ...], phase: str | None) -> Any:
@@ -99,14 +108,43 @@ class GateResult:
     figures: tuple[tuple[str, float | None], ...] = ()
     """Each figure the gate names, as written, with its value (None: not measured): what a
     seed claim shows beside the seed's own figure."""
+    unit: Unit = ""
+    """The unit of ``left`` and ``right`` (the catalogue's, of the figures the gate names):
+    ``s`` reads ``7 ms <= 1.83 s``."""
 
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    def show(self, value: float | None) -> str:
+        """A side of the gate in its figures' unit (``7 ms``, ``1.83 s``, ``50.0%``); without
+        one, a number to 4 significant digits."""
+        return figure(value, self.unit) if self.unit else number(value)
+
 
 class _Missing(Exception):
     """A figure the gate needs is absent: the gate's verdict is an error, not a crash."""
+
+
+class _NotReached(_Missing):
+    """A figure that was not reached inside the measured window: it is above ``bound``."""
+
+    def __init__(self, metric: Metric, bound: float) -> None:
+        super().__init__(f"{metric} was not reached inside the measured window (> {bound:g} s)")
+        self.metric, self.bound = metric, bound
+
+
+_FLIP: dict[Comparator, Comparator] = {
+    "<=": ">=",
+    "<": ">",
+    ">=": "<=",
+    ">": "<",
+    "==": "==",
+    "!=": "!=",
+}
+"""``a op b`` as ``b FLIP[op] a``."""
+_ABOVE: dict[Comparator, bool] = {">": True, ">=": True, "!=": True, "<": False, "<=": False}
+"""The verdict of ``x op v`` for any ``x`` above a bound ``B >= v`` (``==`` is False)."""
 
 
 def _value(node: Node, report: Report, baseline: Report | None) -> float:
@@ -135,6 +173,8 @@ def _value(node: Node, report: Report, baseline: Report | None) -> float:
         return _replica_value(node, build)
     try:
         value = _lookup(build, node.path, node.phase)
+    except _Bound as exc:
+        raise _NotReached(node, float(exc.args[0])) from exc
     except _NotExposed as exc:
         raise _Missing(f"{node} was not measured: {exc.args[0]}") from exc
     except KeyError as exc:
@@ -174,14 +214,57 @@ def evaluate(gate: Gate, report: Report, baseline: Report | None = None) -> Gate
     figures = tuple(
         (str(m), _value_or_none(m, report, baseline)) for m in dict.fromkeys(gate.metrics())
     )
+    unit = _unit(gate)
     try:
         left = _value(gate.left, report, baseline)
         right = _value(gate.right, report, baseline)
+    except _NotReached as exc:
+        return _against_bound(gate, exc, report, baseline, figures, unit)
     except _Missing as exc:
-        return GateResult(gate.name, gate.text, None, gate.op, None, "error", str(exc), figures)
+        return GateResult(
+            gate.name, gate.text, None, gate.op, None, "error", str(exc), figures, unit
+        )
     ok = _COMPARE[gate.op](left, right)
     verdict: Literal["pass", "fail"] = "pass" if ok else "fail"
-    return GateResult(gate.name, gate.text, left, gate.op, right, verdict, "", figures)
+    return GateResult(gate.name, gate.text, left, gate.op, right, verdict, "", figures, unit)
+
+
+def _against_bound(
+    gate: Gate,
+    bounded: _NotReached,
+    report: Report,
+    baseline: Report | None,
+    figures: tuple[tuple[str, float | None], ...],
+    unit: Unit,
+) -> GateResult:
+    """A gate whose one side is a figure not reached inside the window (it is above its
+    bound B): decided when the other side is at most B, else unknown (an error)."""
+    on_left = gate.left == bounded.metric
+
+    def error(detail: str) -> GateResult:
+        return GateResult(gate.name, gate.text, None, gate.op, None, "error", detail, figures, unit)
+
+    if not on_left and gate.right != bounded.metric:
+        return error(f"{bounded}; only a gate comparing it on its own can use the bound")
+    try:
+        other = _value(gate.right if on_left else gate.left, report, baseline)
+    except _Missing as exc:
+        return error(str(exc))
+    op = gate.op if on_left else _FLIP[gate.op]
+    if other > bounded.bound:
+        return error(f"{bounded}: whether it is {op} {other:g} cannot be told")
+    verdict: Literal["pass", "fail"] = "pass" if _ABOVE.get(op, False) else "fail"
+    left, right = (bounded.bound, other) if on_left else (other, bounded.bound)
+    return GateResult(
+        gate.name, gate.text, left, gate.op, right, verdict, str(bounded), figures, unit
+    )
+
+
+def _unit(gate: Gate) -> Unit:
+    """The unit both sides are in: the one of the figures the gate names, when they share
+    one (``after.products.p95 <= 2s`` is in seconds); none otherwise."""
+    units = {unit_of(str(metric)) for metric in gate.metrics()}
+    return units.pop() if len(units) == 1 else ""
 
 
 def _value_or_none(metric: Metric, report: Report, baseline: Report | None) -> float | None:

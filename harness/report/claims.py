@@ -72,10 +72,16 @@ def ours(claim: SeedClaim) -> str:
 
 
 def check(claim: SeedClaim) -> str:
-    """The gate's two sides as the gates table shows them: ``2.43 <= 3.55``."""
+    """The gate's two sides as the gates table shows them: ``2.43 s <= 3.55 s``."""
     if claim["measured"] is None and claim["limit"] is None:
         return "-"
-    return f"{number(claim['measured'])} {claim['op']} {number(claim['limit'])}"
+    units = {figure_unit(name) for name in claim["figures"]}
+    unit = units.pop() if len(units) == 1 else ""
+
+    def side(value: float | None) -> str:  # in the figures' unit: 7 ms <= 1.83 s
+        return figure(value, unit) if unit else number(value)
+
+    return f"{side(claim['measured'])} {claim['op']} {side(claim['limit'])}"
 
 
 def verdict(claim: SeedClaim) -> str:

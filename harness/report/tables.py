@@ -28,12 +28,13 @@ def headline_rows(report: Report) -> list[list[str]]:
     base = report.get("baseline")
     rows: list[list[str]] = []
 
-    def row(label: str, getter: Getter, unit: Unit = "", exposed: list[bool] | None = None) -> None:
+    def row(
+        label: str, getter: Getter, unit: Unit = "", say: list[str | None] | None = None
+    ) -> None:
+        """One row; ``say``: per build, what its cell says instead of its value."""
         values = [getter(report["builds"][b]) for b in builds]
-        shown = exposed or [True] * len(builds)
-        cells = [label] + [
-            fmt(v, unit) if e else NOT_EXPOSED for v, e in zip(values, shown, strict=True)
-        ]
+        said = say or [None] * len(builds)
+        cells = [label] + [t or fmt(v, unit) for v, t in zip(values, said, strict=True)]
         if base is not None and len(builds) > 1:
             b0 = getter(report["builds"][base])
             cells += [
@@ -56,7 +57,11 @@ def headline_rows(report: Report) -> list[list[str]]:
         exposed = [_has(report["builds"][b], figure.key) for b in builds]
         if not any(exposed) and figure.absent == NOT_EXPOSED:
             continue  # an optional series no build exposed: no row
-        row(figure.label, _figure(figure.key), figure.unit, exposed)
+        say = [
+            absence(report["builds"][b], figure.key, e)
+            for b, e in zip(builds, exposed, strict=True)
+        ]
+        row(figure.label, _figure(figure.key), figure.unit, say)
     if any("resources" in report["builds"][b] for b in builds):  # docker builds: the cost
         row("container CPU % mean", _resource("cpu_pct_mean"), "%")
         row("container CPU % max", _resource("cpu_pct_max"), "%")
@@ -75,6 +80,16 @@ def _resource(
         return None if value is None else round(value * scale, digits)
 
     return get
+
+
+def absence(build: BuildReport, key: str, exposed: bool = True) -> str | None:
+    """What a figure's cell says when it has no value for a reason worth telling: ``not
+    exposed`` (an optional series the service never exposed), ``> 25.00 s`` (a recovery
+    not reached inside the window: the bound); None otherwise."""
+    if not exposed:
+        return NOT_EXPOSED
+    bound = (build.get("not_reached") or {}).get(key)
+    return None if bound is None else f"> {fmt(bound, 's')}"
 
 
 def _has(build: BuildReport, key: str) -> bool:
@@ -256,12 +271,23 @@ def _phase_section(report: Report) -> list[str]:
     # Each endpoint's own recovery: absent in reports written before it (kept as they were).
     measured = any("endpoints_recover_s" in b.get("timeline", {}) for b in builds.values())
     back = list(report["endpoints"]) if measured else []
+
+    def recovery(build: BuildReport, key: str, value: float | None) -> str:
+        return absence(build, key) or fmt(value, "s")
+
     timeline = [
         [
             b,
             fmt(t.get("time_to_open_s"), "s"),
-            fmt(t.get("time_to_recover_s"), "s"),
-            *(fmt(t.get("endpoints_recover_s", {}).get(ep), "s") for ep in back),
+            recovery(builds[b], "timeline.time_to_recover_s", t.get("time_to_recover_s")),
+            *(
+                recovery(
+                    builds[b],
+                    f"timeline.endpoints_recover_s.{ep}",
+                    t.get("endpoints_recover_s", {}).get(ep),
+                )
+                for ep in back
+            ),
             fmt(t.get("blocked_pct_healthy"), "%"),
         ]
         for b, t in ((b, builds[b].get("timeline", {})) for b in builds)
