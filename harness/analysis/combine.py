@@ -43,6 +43,10 @@ def _flat_window(figures: BuildFigures | WindowFigures, suffix: str, flat: Flat)
         for key, value in values.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 flat[f"{section}.{key}{suffix}"] = float(value)
+    for series, stats in (sections.get("series") or {}).items():  # type: ignore[attr-defined]
+        for stat, value in stats.items():  # the catalogue's series: series.db_pending.max_fault
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                flat[f"series.{series}.{stat}{suffix}"] = float(value)
 
 
 def flatten(figures: BuildFigures) -> Flat:

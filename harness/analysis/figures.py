@@ -15,34 +15,49 @@ between the scrapes around it. A build's totals cover the measured window
 
 from __future__ import annotations
 
+import math
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
 from harness.analysis.combine import combine_repetitions, compare
 from harness.analysis.combine import round_figure as _round
-from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats, gauge_summary
+from harness.analysis.cuts import (
+    Reader,
+    Tree,
+    Windows,
+    count,
+    cut,
+    missing_figures,
+    ordered,
+    replica_reader,
+)
+from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
 from harness.analysis.gateway_check import silent_gateway
 from harness.analysis.ledger import ledger_figures
 from harness.analysis.model import (
     SCHEMA,
+    BreakerFigures,
     BuildFigures,
     BuildReport,
+    PgFigures,
     PgSource,
+    ReplicaBreaker,
     ReplicaFigures,
+    ReplicaPg,
     ReplicaWindow,
     Report,
     ResourceFigures,
     Timeline,
+    WindowBreaker,
     WindowFigures,
+    WindowWorkers,
+    WorkerFigures,
 )
 from harness.analysis.replicas import target_series
-from harness.analysis.series import (
-    BREAKER_STATES,
-    PG_RECEIVED,
-    counter,
-    counter_delta,
-    select,
-)
+from harness.analysis.series import PG_RECEIVED, counter, counter_delta, select
+from harness.core.catalogue import ENDPOINT, FIGURES, GATED
 from harness.core.selectors import CONTAINER_SOURCE, RESOURCE_SERIES, Selector
 from harness.load.plan import DROPPED
 from harness.results.model import BuildResult, RunResult
@@ -100,22 +115,12 @@ class BuildSeries:
         of its replicas' counts, each rounded to a whole count as their figures are."""
         if not self.replicas:
             return counter_delta(self.get(name), start, end)
-        counts = [_count(r, name, start, end) for r in self.replicas]
+        counts = [count(r, name, start, end) for r in self.replicas]
         return None if any(c is None for c in counts) else sum(c or 0.0 for c in counts)
 
-    def open_pct(self, start: float, end: float) -> float | None:
-        """% of scrapes in [start, end] with the breaker open; with replicas, the mean of
-        theirs (the share of replica time spent open)."""
-        return _open_pct(self.states(), start, end)
-
-    def opens(self, start: float, end: float) -> float | None:
-        """Times the breaker left closed in [start, end); with replicas, the sum of theirs."""
-        return count_opens(self.states(), start, end)
-
-    def time_to_open(self, fault_start: float) -> float | None:
-        """Seconds from ``fault_start`` to the first scrape with a breaker open (the first
-        replica's to open, with replicas)."""
-        return _time_to_open(self.states(), fault_start)
+    def reader(self) -> Reader:
+        """The build's series as ``analysis.cuts`` reads them (the catalogue's figures)."""
+        return Reader(self.series, self.states(), self.counted)
 
     def gateway_calls(self, start: float, end: float) -> float | None:
         """Calls the gateway received in [start, end): ledger arrivals, else its counter."""
@@ -137,25 +142,13 @@ class BuildSeries:
             )
             for name in self.scenario.traffic
         }
-        busy = gauge_summary(self.get("busy_workers"), start, end)
-        blocked = self.counted("blocked_calls", start, end)
+        cuts = cut(self.reader(), "phase", Windows((start, end), (start, end), None))
         calls = self.gateway_calls(start, end)
         payments = sum(endpoints[n]["requests"] for n in self.gateway_endpoints)
-        return {
+        window: WindowFigures = {
             "endpoints": endpoints,
-            "workers": {
-                "busy_max": busy["max"],
-                "busy_mean": busy["mean"],
-                "busy_p50": busy["p50"],
-            },
-            "breaker": {
-                "blocked": _round(blocked, 0),
-                "blocked_per_s": _round(blocked / max(end - start, 1e-9), 2)
-                if blocked is not None
-                else None,
-                "open_pct": self.open_pct(start, end),
-                "opens": self.opens(start, end),
-            },
+            "workers": cast(WindowWorkers, ordered(cuts["workers"], WindowWorkers)),
+            "breaker": cast(WindowBreaker, ordered(cuts["breaker"], WindowBreaker)),
             "pg": {
                 "calls": _round(calls, 0),
                 "payments": payments,
@@ -164,25 +157,37 @@ class BuildSeries:
                 else None,
             },
         }
+        if "series" in cuts:  # the catalogue's own series (a DB pool's) that were exposed
+            window["series"] = cuts["series"]
+        return window
 
-    def timeline(self) -> Timeline:
-        """How fast the breaker reacted, how fast service came back, and needless blocking."""
+    def timeline(self, time_to_open_s: float | None) -> tuple[Timeline, dict[str, float]]:
+        """How fast the breaker reacted (``time_to_open_s``, from the catalogue's cut), how
+        fast service came back, and needless blocking; and the recoveries that did not come
+        inside the window: report key -> the seconds watched after the fault (a bound: the
+        recovery, if it came, took longer; the report reads ``> N s``)."""
         fault = self.scenario.fault_window()
         if fault is None:
             return {
                 "time_to_open_s": None,
                 "time_to_recover_s": None,
                 "blocked_pct_healthy": self._blocked_pct_healthy(),
-            }
+            }, {}
         fs, fe = self.t0 + fault[0], self.t0 + fault[1]
-        return {
-            "time_to_open_s": self.time_to_open(fs),
-            "time_to_recover_s": self._time_to_recover(fe),
+        watched = _round(self.scenario.duration - fault[1], 3) or 0.0
+        recover = self._time_to_recover(fe)
+        endpoints = {name: self._endpoint_recovery(name, fs, fe) for name in self.scenario.traffic}
+        unreached = {"timeline.time_to_recover_s": watched} if recover == math.inf else {}
+        for name, value in endpoints.items():
+            if value == math.inf:
+                unreached[_RECOVERY.replace(ENDPOINT, name)] = watched
+        timeline: Timeline = {
+            "time_to_open_s": time_to_open_s,
+            "time_to_recover_s": _reached(recover),
             "blocked_pct_healthy": self._blocked_pct_healthy(),
-            "endpoints_recover_s": {
-                name: self._endpoint_recovery(name, fs, fe) for name in self.scenario.traffic
-            },
+            "endpoints_recover_s": {name: _reached(v) for name, v in endpoints.items()},
         }
+        return timeline, unreached
 
     def _gateway_samples(self) -> pd.DataFrame:
         names = self.gateway_endpoints or list(self.scenario.traffic)
@@ -207,7 +212,7 @@ class BuildSeries:
         Healthy p99: its answered requests before the fault began. Unlike
         ``time_to_recover`` (answers only), this sees a queue that still holds requests
         for seconds after the gateway heals (seed 000's retry-only reads). None without a
-        healthy time before the fault, or if it never came back.
+        healthy time before the fault; ``inf`` if it never came back inside the window.
         """
         samples = self.samples[self.samples["endpoint"] == name]
         latency = samples["end"] - samples["intended_start"]
@@ -238,6 +243,16 @@ class BuildSeries:
         return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
 
 
+_RECOVERY = GATED[f"{ENDPOINT}.time_to_recover"].key
+"""Where an endpoint's own recovery is in the report (``timeline.endpoints_recover_s.<ep>``)."""
+
+
+def _reached(seconds: float | None) -> float | None:
+    """A recovery's seconds as reported: ``inf`` (it never came) is None; ``not_reached``
+    holds its bound."""
+    return None if seconds == math.inf else seconds
+
+
 def _first_good_span(
     samples: pd.DataFrame,
     good: pd.Series,
@@ -246,7 +261,8 @@ def _first_good_span(
     span_s: int = 5,
 ) -> float | None:
     """The first whole second after ``since`` from which ``good`` holds for >= ``threshold``
-    of the samples intended over the next ``span_s`` seconds; None if none does."""
+    of the samples intended over the next ``span_s`` seconds; ``inf`` if none does (not
+    reached), None without samples (not measured)."""
     if samples.empty:
         return None
     bins = np.floor(samples["intended_start"].to_numpy() - since).astype(int)
@@ -256,7 +272,7 @@ def _first_good_span(
         n = total[first : first + span_s].sum()
         if n and passed[first : first + span_s].sum() / n >= threshold:
             return float(first)
-    return None
+    return math.inf
 
 
 def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
@@ -266,49 +282,41 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     whole = data.window(0.0, duration)
     fault_window = scenario.fault_window() or (0.0, duration)
     fault = data.window(*fault_window)
-    max_workers = data.get("max_workers")
     end = data.t0 + duration
     has_breaker = any(not state.empty for state in data.states())
+    windows = _windows(data)
+    cuts = cut(data.reader(), "build", windows)
+    timeline, unreached = data.timeline(cuts["timeline"]["time_to_open_s"])
+    pg = {
+        "source": data.pg_source,
+        "calls": whole["pg"]["calls"],
+        "calls_fault": fault["pg"]["calls"],
+        **cuts["pg"],
+        "payments": whole["pg"]["payments"],
+        "amplification": whole["pg"]["amplification"],
+        "amplification_fault": fault["pg"]["amplification"],
+    }
     figures: BuildFigures = {
         "t0": data.t0,
         "endpoints": whole["endpoints"],
-        "workers": {
-            "max_workers": _round(max_workers.max(), 0) if not max_workers.empty else None,
-            "busy_max_fault": fault["workers"]["busy_max"],
-            "busy_mean_fault": fault["workers"]["busy_mean"],
-            "busy_p50_fault": fault["workers"]["busy_p50"],
-        },
-        "breaker": {
-            "present": has_breaker,
-            "blocked_total": whole["breaker"]["blocked"],
-            "blocked_fault": fault["breaker"]["blocked"],
-            "blocked_per_s_fault": fault["breaker"]["blocked_per_s"],
-            "open_pct_fault": fault["breaker"]["open_pct"],
-            "opens": whole["breaker"]["opens"],
-        },
-        "pg": {
-            "source": data.pg_source,
-            "calls": whole["pg"]["calls"],
-            "calls_fault": fault["pg"]["calls"],
-            "target_calls": _round(data.counted("pg_calls", data.t0, end), 0),
-            "retries": _round(data.counted("retries", data.t0, end), 0),
-            "payments": whole["pg"]["payments"],
-            "amplification": whole["pg"]["amplification"],
-            "amplification_fault": fault["pg"]["amplification"],
-        },
-        "timeline": data.timeline(),
+        "workers": cast(WorkerFigures, ordered(cuts["workers"], WorkerFigures)),
+        "breaker": cast(
+            BreakerFigures, ordered({"present": has_breaker, **cuts["breaker"]}, BreakerFigures)
+        ),
+        "pg": cast(PgFigures, ordered(pg, PgFigures)),
+        "timeline": timeline,
         "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
         "ledger": ledger_figures(build.ledger, build.payments),
     }
-    resources = resource_figures(
-        data, (data.t0, end), (data.t0 + fault_window[0], data.t0 + fault_window[1])
-    )
+    resources = resource_figures(data, (data.t0, end), windows.fault)
     if resources is not None:  # a docker build: what its container cost
         figures["resources"] = resources
+    if "series" in cuts:  # the catalogue's own series (a DB pool's) that were exposed
+        figures["series"] = cuts["series"]
     if data.replicas:  # replicas: N: each replica's own figures (the build's are their sums)
-        figures["replicas"] = replica_figures(
-            data, build.payments, (data.t0 + fault_window[0], data.t0 + fault_window[1])
-        )
+        figures["replicas"] = replica_figures(data, build.payments)
+    if unreached:  # only when a recovery never came inside the window
+        figures["not_reached"] = unreached
     kept = build.info.get("pg_calls")  # the ledger's rows; absent: it was not kept
     silent = (
         None
@@ -326,124 +334,58 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     return figures
 
 
-def _count(series: dict[str, pd.Series], name: str, start: float, end: float) -> float | None:
-    """One replica's count of counter ``name`` over [start, end], to a whole count."""
-    return _round(counter_delta(series.get(name, pd.Series(dtype=float)), start, end), 0)
+def _windows(data: BuildSeries) -> Windows:
+    """The build's measured and fault windows in absolute time."""
+    fault = data.scenario.fault_window()
+    f0, f1 = fault or (0.0, data.scenario.duration)
+    return Windows(
+        (data.t0, data.t0 + data.scenario.duration),
+        (data.t0 + f0, data.t0 + f1),
+        None if fault is None else data.t0 + f0,
+    )
 
 
-def _open_pct(states: list[pd.Series], start: float, end: float) -> float | None:
-    shares = []
-    for state in states:
-        in_window = state[(state.index >= start) & (state.index <= end)]
-        if len(in_window):
-            shares.append(float((in_window == BREAKER_STATES["open"]).mean()))
-    return _round(100.0 * float(np.mean(shares)), 1) if shares else None
-
-
-def count_opens(states: list[pd.Series], start: float, end: float) -> float | None:
-    """Times the breaker left closed among the scrapes in [start, end), summed over ``states``.
-
-    A scrape counts when it reads open (or half-open, or forced open) and the scrape
-    before it (inside the window or not) read closed; the breaker starts closed, so a
-    first scrape away from closed counts too. A failed half-open trial (half-open, then
-    open again) is not a new open: with several probes the half-open spell is long
-    enough for a scrape to land in it, and counting its return to open would make a
-    breaker that probes carefully look like the one that flaps (seed 004). Read from the
-    scrapes: an open shorter than the scrape interval can fall between two. Half-open
-    windows, so the phases' counts add up to the whole window's.
-    """
-    away_codes = [BREAKER_STATES[name] for name in ("open", "half_open", "forced_open")]
-    total, measured = 0, False
-    for state in states:
-        if state.empty:
-            continue
-        state = state.sort_index()
-        away = state.isin(away_codes).to_numpy()
-        was_away = np.concatenate(([False], away[:-1]))
-        t = state.index.to_numpy(dtype=float)
-        inside = (t >= start) & (t < end)
-        measured = measured or bool(inside.any())
-        total += int((away & ~was_away & inside).sum())
-    return float(total) if measured else None
-
-
-def _time_to_open(states: list[pd.Series], fault_start: float) -> float | None:
-    firsts = []
-    for state in states:
-        opened = state[(state.index >= fault_start) & (state == BREAKER_STATES["open"])]
-        if len(opened):
-            firsts.append(float(opened.index[0]))
-    return _round(min(firsts) - fault_start, 2) if firsts else None
-
-
-def replica_figures(
-    data: BuildSeries, payments: pd.DataFrame, fault: tuple[float, float]
-) -> dict[str, ReplicaFigures]:
+def replica_figures(data: BuildSeries, payments: pd.DataFrame) -> dict[str, ReplicaFigures]:
     """Each replica's own figures, by its index: its pool over the fault window, its
-    breaker, its calls to the gateway over the measured window, the payments it recorded.
+    breaker, its calls to the gateway over the measured window, the payments it recorded,
+    and its pool and breaker per phase (the catalogue's replica figures).
 
     Counts are the ones the build's figures sum (``BuildSeries.counted``).
     """
-    start, end = data.t0, data.t0 + data.scenario.duration
+    windows = _windows(data)
     out: dict[str, ReplicaFigures] = {}
     phases = [(p.name, data.t0 + p.start, data.t0 + p.end) for p in data.scenario.pg.phases]
     for i, series in enumerate(data.replicas):
-        empty = pd.Series(dtype=float)
-        busy = gauge_summary(series.get("busy_workers", empty), *fault)
-        pool = series.get("max_workers", empty)
-        state = series.get("breaker_state", empty)
-        blocked_fault = _count(series, "blocked_calls", *fault)
+        reader = replica_reader(series)
+        cuts = cut(reader, "replica", windows)
         recorded = None
         if "replica" in payments.columns:
             recorded = int((payments["replica"] == i).sum())
-        out[str(i)] = {
-            "workers": {
-                "max_workers": _round(pool.max(), 0) if not pool.empty else None,
-                "busy_max_fault": busy["max"],
-                "busy_mean_fault": busy["mean"],
-                "busy_p50_fault": busy["p50"],
-            },
-            "breaker": {
-                "present": not state.empty,
-                "blocked_total": _count(series, "blocked_calls", start, end),
-                "blocked_fault": blocked_fault,
-                "blocked_per_s_fault": _round(blocked_fault / max(fault[1] - fault[0], 1e-9), 2)
-                if blocked_fault is not None
-                else None,
-                "open_pct_fault": _open_pct([state], *fault),
-                "time_to_open_s": _time_to_open([state], fault[0])
-                if data.scenario.fault_window() is not None
-                else None,
-                "opens": count_opens([state], start, end),
-            },
-            "pg": {
-                "target_calls": _count(series, "pg_calls", start, end),
-                "retries": _count(series, "retries", start, end),
-            },
+        present = {"present": not reader.states[0].empty}
+        figures: Tree = {
+            "workers": ordered(cuts["workers"], WorkerFigures),
+            "breaker": ordered({**present, **cuts["breaker"]}, ReplicaBreaker),
+            "pg": ordered(cuts["pg"], ReplicaPg),
             "payments_recorded": recorded,
-            "phases": {name: _replica_window(series, a, b) for name, a, b in phases},
+            "phases": {name: _replica_window(reader, a, b) for name, a, b in phases},
         }
+        if "series" in cuts:
+            figures["series"] = cuts["series"]
+        out[str(i)] = cast(ReplicaFigures, figures)
     return out
 
 
-def _replica_window(series: dict[str, pd.Series], start: float, end: float) -> ReplicaWindow:
+def _replica_window(reader: Reader, start: float, end: float) -> ReplicaWindow:
     """One replica's pool and breaker over [start, end], as ``BuildSeries.window`` reads a
     build's."""
-    empty = pd.Series(dtype=float)
-    busy = gauge_summary(series.get("busy_workers", empty), start, end)
-    state = [series.get("breaker_state", empty)]
-    blocked = _count(series, "blocked_calls", start, end)
-    return {
-        "workers": {"busy_max": busy["max"], "busy_mean": busy["mean"], "busy_p50": busy["p50"]},
-        "breaker": {
-            "blocked": blocked,
-            "blocked_per_s": _round(blocked / max(end - start, 1e-9), 2)
-            if blocked is not None
-            else None,
-            "open_pct": _open_pct(state, start, end),
-            "opens": count_opens(state, start, end),
-        },
+    cuts = cut(reader, "replica_phase", Windows((start, end), (start, end), None))
+    window: Tree = {
+        "workers": ordered(cuts["workers"], WindowWorkers),
+        "breaker": ordered(cuts["breaker"], WindowBreaker),
     }
+    if "series" in cuts:
+        window["series"] = cuts["series"]
+    return cast(ReplicaWindow, window)
 
 
 def resource_figures(
@@ -474,35 +416,17 @@ def resource_figures(
     }
 
 
-NOT_MEASURED_FIGURES = {
-    "busy_workers": ("workers.busy_max_fault", "workers.busy_mean_fault", "workers.busy_p50_fault"),
-    "max_workers": ("workers.max_workers",),
-    "blocked_calls": (
-        "breaker.blocked_total",
-        "breaker.blocked_fault",
-        "breaker.blocked_per_s_fault",
-    ),
-    "breaker_state": ("breaker.open_pct_fault", "breaker.opens", "timeline.time_to_open_s"),
-    "pg_calls": ("pg.target_calls",),
-    "retries": ("pg.retries",),
-}
-"""The figures read from each canonical series (their phase figures follow them)."""
-
-
 def not_measured(data: BuildSeries) -> dict[str, str]:
     """Figures whose series never appeared -> why, naming what the source did expose.
 
     Such a figure is None in the report (``-`` in tables), never 0.
     """
-    out = {
-        figure: f"{series}: {reason}"
-        for series, reason in data.missing.items()
-        for figure in NOT_MEASURED_FIGURES.get(series, ())
-    }
+    out = missing_figures(data.missing)
     if data.pg_source is None:
         why = "pg: neither the gateway's ledger nor its scraped counter recorded a call"
-        for figure in ("pg.calls", "pg.calls_fault", "pg.amplification", "pg.amplification_fault"):
-            out[figure] = why
+        for figure in FIGURES:
+            if figure.source == "gateway":
+                out[figure.key] = why
     return out
 
 

@@ -25,6 +25,12 @@ PgSource = Literal["ledger", "metrics"]
 Section = Literal["workers", "breaker", "pg", "timeline", "ledger", "resources"]
 """Sections of a build's figures whose numeric keys are compared and gated."""
 
+SeriesFigures = dict[str, dict[str, float | None]]
+"""The figures of the catalogue's own canonical series (``harness.core.catalogue``: a DB
+pool's ``db_active``...): series -> statistic -> value, e.g. ``{"db_pending": {"max_fault":
+3.0}}`` (in a phase ``max``). Only the series a build exposed are there; the section is
+absent when it exposed none, and in reports written before it."""
+
 
 class Percentiles(TypedDict):
     """Seconds; None when the window had no finished request."""
@@ -91,6 +97,7 @@ class WindowFigures(TypedDict):
     workers: WindowWorkers
     breaker: WindowBreaker
     pg: WindowPg
+    series: NotRequired[SeriesFigures]
 
 
 class WorkerFigures(TypedDict):
@@ -158,6 +165,7 @@ class ReplicaWindow(TypedDict):
 
     workers: WindowWorkers
     breaker: WindowBreaker
+    series: NotRequired[SeriesFigures]
 
 
 class ReplicaPg(TypedDict):
@@ -177,6 +185,7 @@ class ReplicaFigures(TypedDict):
     """Payment records in the replica's own database (the whole run): the requests it got."""
     phases: NotRequired[dict[str, ReplicaWindow]]
     """Its pool and breaker per phase of ``pg.phases`` (absent in older reports)."""
+    series: NotRequired[SeriesFigures]
 
 
 class Timeline(TypedDict):
@@ -225,11 +234,17 @@ class BuildFigures(TypedDict):
     ledger: LedgerFigures | None
     resources: NotRequired[ResourceFigures]
     """Only when the build ran in a container whose stats were scraped (``docker``)."""
+    series: NotRequired[SeriesFigures]
+    """Over the fault window (``_fault``), the measured window (``total``) or the run."""
     replicas: NotRequired[dict[str, ReplicaFigures]]
     """Only for a build with ``replicas: N`` (N > 1): each replica's figures by its index
     (``"0"``, ``"1"``, ...). The build's own figures are read across them: busy and max
     workers summed per scrape round, counts the exact sums of the replicas' counts,
     ``open_pct`` the mean of theirs, ``time_to_open_s`` the first replica's to open."""
+    not_reached: NotRequired[dict[str, float]]
+    """Figure (dotted report key, e.g. ``timeline.time_to_recover_s``) -> N: a recovery that
+    never came inside the measured window, which went on N s after the fault's end; the
+    figure is None and reads ``> N s``, and gates compare the bound. Only when some was."""
     not_measured: NotRequired[dict[str, str]]
     """Figure (dotted, as in ``comparison``) -> why it is None: the series it is read from
     never appeared, with the series the target did expose. Absent in older reports."""

@@ -1,6 +1,6 @@
 """Presets: how one kind of target names the canonical series, and a build's own ``map:``.
 
-A preset names, for each canonical series (``harness.core.selectors.CANONICAL_SERIES``),
+A preset names, for each canonical series (``harness.core.catalogue.SERIES``),
 the concrete series it is read from. ``resolve_preset`` applies a build's
 ``metrics: {preset, map, breaker}``: ``map`` overrides or adds selectors, and
 ``breaker`` picks one breaker by its ``name`` label when a service has several.
@@ -27,15 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.core.catalogue import CANONICAL_SERIES
 from harness.core.errors import InputError
-from harness.core.selectors import CANONICAL_SERIES, Selector, parse_selector
+from harness.core.selectors import Selector, parse_selector
 from harness.results.manifest import BuildRecord
 
 BREAKER_STATES = {"closed": 0, "open": 1, "half_open": 2, "disabled": 3, "forced_open": 4}
 """Numeric codes of breaker states in the canonical ``breaker_state`` series."""
-
-COUNTERS = ("blocked_calls", "pg_calls", "retries")
-"""Canonical series that are counters (the others are gauges)."""
 
 
 @dataclass(frozen=True)
@@ -74,14 +72,11 @@ class Preset:
     """How one kind of target names the canonical series."""
 
     name: str
-    busy_workers: Selector | None = None
-    max_workers: Selector | None = None
-    blocked_calls: Source | None = None
-    pg_calls: Source | None = None
-    retries: Source | None = None
-    breaker_state: Selector | None = None
-    """Without ``state_events``: a gauge with a ``state`` label, 1 for the current state
-    (Resilience4j). With them: the counter of the breaker's events (opossum)."""
+    selectors: Mapping[str, Source] = field(default_factory=dict)
+    """Canonical series (``core.catalogue.SERIES``) -> what it is read from. A counter may
+    be a ``Combination``. ``breaker_state``, without ``state_events``: a gauge with a
+    ``state`` label, 1 for the current state (Resilience4j); with them: the counter of
+    the breaker's events (opossum)."""
     state_events: StateEvents | None = None
     lazy_labels: frozenset[str] = frozenset()
     """Labels whose values appear only once counted (opossum's ``event``): while the
@@ -100,43 +95,64 @@ class Preset:
         """The selector (or difference) a canonical series is read from."""
         if name not in CANONICAL_SERIES:
             raise KeyError(name)
-        value: Source | None = getattr(self, name)
-        return value
+        return self.selectors.get(name)
+
+    def gauge(self, name: str) -> Selector | None:
+        """The selector of a gauge (a ``Combination`` is for counters only)."""
+        source = self.source(name)
+        return source if isinstance(source, Selector) else None
+
+    @property
+    def breaker_state(self) -> Selector | None:
+        return self.gauge("breaker_state")
 
     def describe(self) -> dict[str, Any]:
         """What a manifest records so the analysis can ``resolve_preset`` it again."""
         return {"preset": self.name, "metrics_map": dict(self.overrides), "breaker": self.breaker}
 
 
+_HIKARI = {
+    "db_active": Selector("hikaricp_connections_active"),
+    "db_pending": Selector("hikaricp_connections_pending"),
+    "db_max": Selector("hikaricp_connections_max"),
+    "db_timeouts": Selector("hikaricp_connections_timeout_total"),
+}
+"""HikariCP's pool series, as Micrometer names them (summed over pools: the ``pool`` label)."""
 _R4J_BLOCKED = Selector("resilience4j_circuitbreaker_not_permitted_calls_total")
 _R4J_STATE = Selector("resilience4j_circuitbreaker_state")
 
 PRESETS: dict[str, Preset] = {
     "shop": Preset(
         name="shop",
-        busy_workers=Selector("shop_workers_busy"),
-        max_workers=Selector("shop_workers_max"),
-        blocked_calls=_R4J_BLOCKED,
-        pg_calls=Selector("shop_pg_calls_total"),
-        retries=Selector("shop_pg_retries_total"),
-        breaker_state=_R4J_STATE,
+        selectors={
+            "busy_workers": Selector("shop_workers_busy"),
+            "max_workers": Selector("shop_workers_max"),
+            "blocked_calls": _R4J_BLOCKED,
+            "pg_calls": Selector("shop_pg_calls_total"),
+            "retries": Selector("shop_pg_retries_total"),
+            "breaker_state": _R4J_STATE,
+            **_HIKARI,
+        },
     ),
     "spring-boot": Preset(
         name="spring-boot",
-        busy_workers=Selector("tomcat_threads_busy_threads"),
-        max_workers=Selector("tomcat_threads_config_max_threads"),
-        blocked_calls=_R4J_BLOCKED,
-        # A Timer: one _count per kind (successful, failed, ignored): every call the
-        # breaker let through. Not-permitted calls are counted apart (blocked_calls).
-        pg_calls=Selector("resilience4j_circuitbreaker_calls_seconds_count"),
-        # Resilience4j counts calls, not attempts: the calls retried at least once.
-        retries=Combination(
-            (
-                Selector("resilience4j_retry_calls_total", {"kind": "successful_with_retry"}),
-                Selector("resilience4j_retry_calls_total", {"kind": "failed_with_retry"}),
-            )
-        ),
-        breaker_state=_R4J_STATE,
+        selectors={
+            "busy_workers": Selector("tomcat_threads_busy_threads"),
+            "max_workers": Selector("tomcat_threads_config_max_threads"),
+            "blocked_calls": _R4J_BLOCKED,
+            # A Timer: one _count per kind (successful, failed, ignored): every call the
+            # breaker let through. Not-permitted calls are counted apart (blocked_calls).
+            "pg_calls": Selector("resilience4j_circuitbreaker_calls_seconds_count"),
+            # Resilience4j counts calls, not attempts: the calls retried at least once.
+            "retries": Combination(
+                (
+                    Selector("resilience4j_retry_calls_total", {"kind": "successful_with_retry"}),
+                    Selector("resilience4j_retry_calls_total", {"kind": "failed_with_retry"}),
+                )
+            ),
+            "breaker_state": _R4J_STATE,
+            **_HIKARI,
+        },
         breaker_series=frozenset({"blocked_calls", "breaker_state", "pg_calls"}),
         notes={
             "busy_workers": "Spring Boot exposes tomcat_threads_* only with "
@@ -147,18 +163,21 @@ PRESETS: dict[str, Preset] = {
     ),
     "opossum": Preset(
         name="opossum",
-        # targets/node-gateway's own gauges (summed over its pools): other Node services
-        # name their workers differently and say so with map.
-        busy_workers=Selector("http_requests_in_flight"),
-        max_workers=Selector("http_max_concurrency"),
-        blocked_calls=Selector("circuit", {"event": "reject"}),
-        # `fire` counts every call, refused ones too: the calls the breaker let through
-        # are fire - reject (node-gateway's own count is vendor_calls_total).
-        pg_calls=Combination(
-            (Selector("circuit", {"event": "fire"}),), (Selector("circuit", {"event": "reject"}),)
-        ),
-        retries=Selector("vendor_retries_total"),
-        breaker_state=Selector("circuit"),
+        selectors={
+            # targets/node-gateway's own gauges (summed over its pools): other Node services
+            # name their workers differently and say so with map.
+            "busy_workers": Selector("http_requests_in_flight"),
+            "max_workers": Selector("http_max_concurrency"),
+            "blocked_calls": Selector("circuit", {"event": "reject"}),
+            # `fire` counts every call, refused ones too: the calls the breaker let through
+            # are fire - reject (node-gateway's own count is vendor_calls_total).
+            "pg_calls": Combination(
+                (Selector("circuit", {"event": "fire"}),),
+                (Selector("circuit", {"event": "reject"}),),
+            ),
+            "retries": Selector("vendor_retries_total"),
+            "breaker_state": Selector("circuit"),
+        },
         state_events=StateEvents(),
         lazy_labels=frozenset({"event"}),
         breaker_series=frozenset({"blocked_calls", "breaker_state", "pg_calls"}),
@@ -215,7 +234,13 @@ def resolve_preset(
             if current is not None:
                 changes[key] = _narrow(current, preset.breaker_label, breaker)
     notes = {k: v for k, v in preset.notes.items() if k not in (overrides or {})}
-    return replace(preset, **changes, breaker=breaker, overrides=dict(overrides or {}), notes=notes)
+    return replace(
+        preset,
+        selectors={**preset.selectors, **changes},
+        breaker=breaker,
+        overrides=dict(overrides or {}),
+        notes=notes,
+    )
 
 
 def _narrow(source: Source, label: str, value: str) -> Source:

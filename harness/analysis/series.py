@@ -43,7 +43,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from harness.analysis.breaker_events import half_open_missing
 from harness.analysis.presets import (
     BREAKER_STATES,
-    COUNTERS,
     PRESETS,
     Combination,
     Preset,
@@ -53,7 +52,8 @@ from harness.analysis.presets import (
     preset_named,
     resolve_preset,
 )
-from harness.core.selectors import CANONICAL_SERIES, Selector, parse_selector
+from harness.core.catalogue import CANONICAL_SERIES, COUNTERS
+from harness.core.selectors import Selector, parse_selector
 from harness.results.io import METRICS_COLUMNS
 
 __all__ = [

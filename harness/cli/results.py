@@ -69,7 +69,6 @@ def run_gates(
     scenario_gates: bool = True,
 ) -> int:
     """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
-    from harness.analysis.format import number
     from harness.gates.evaluate import evaluate_all, gates_of
     from harness.gates.junit import junit_xml
     from harness.report.compare import load_report
@@ -105,8 +104,8 @@ def run_gates(
         table.add_column(col, justify="left" if col in ("gate", "verdict", "seed") else "right")
     for r, seed in zip(results, seeds, strict=True):
         colour = {"pass": "green", "fail": "red", "error": "yellow", "skip": "cyan"}[r.verdict]
-        measured = number(r.left)
-        limit = "-" if r.right is None else f"{r.op} {number(r.right)}"
+        measured = r.show(r.left)  # in the figure's unit: 7 ms <= 1.83 s
+        limit = "-" if r.right is None else f"{r.op} {r.show(r.right)}"
         verdict = r.verdict + (f" ({r.detail})" if r.detail else "")
         cells = [escape(r.name), measured, limit, f"[{colour}]{escape(verdict)}[/{colour}]"]
         if with_seeds:  # the seed article's own figure for the claim (gates with seed:)

@@ -20,16 +20,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-CANONICAL_SERIES = (
-    "busy_workers",
-    "max_workers",
-    "blocked_calls",
-    "pg_calls",
-    "retries",
-    "breaker_state",
-)
-"""The canonical series a preset maps, and the keys ``metrics.map`` accepts."""
-
 CONTAINER_SOURCE = "container"
 """The scrape source of a ``docker`` build's container: the Engine's stats of it, served as
 Prometheus gauges by ``harness.run.kinds.docker.runner`` (beside the ``target`` and ``pg``

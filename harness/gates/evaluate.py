@@ -13,15 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.analysis.format import figure, number
 from harness.analysis.model import Report
+from harness.core.catalogue import ENDPOINT, Figure, Unit, gated, unit_of
 from harness.gates.select import not_run
 from harness.scenario.gates import (
-    BUSY_WORKER_FIGURES,
-    ENDPOINT_FIGURES,
-    ENDPOINT_RECOVERY,
-    LATENCY_FIGURES,
     REPLICA_AGGREGATES,
-    TIMELINE_FIGURES,
     BinOp,
     Comparator,
     Gate,
@@ -43,76 +40,60 @@ _COMPARE: dict[Comparator, Callable[[float, float], bool]] = {
 }
 
 
+class _Bound(Exception):
+    """A recovery that never came inside the window: only its bound is known (``> N s``)."""
+
+
+class _NotExposed(KeyError):
+    """A figure the catalogue knows whose key the report lacks, and what that means."""
+
+
+def _dig(section: Mapping[str, Any], key: str, figure: Figure) -> Any:
+    """The value at ``key`` (dotted) of ``section``: KeyError when the report has no such
+    figure, ``_NotExposed`` when the catalogue says what its absence means."""
+    value: Any = section
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            if figure.absent is not None:
+                raise _NotExposed(figure.absent)
+            raise KeyError(key)
+        value = value[part]
+    if figure.complement and value is not None:
+        return 100.0 - float(value)
+    return value
+
+
 def _lookup(build: Mapping[str, Any], path: tuple[str, ...], phase: str | None) -> Any:
     """Find a figure in one build's report section; KeyError when there is no such figure.
 
-    Looked up by name, not through the typed model: the path comes from the gate's text.
+    The gate's name says which figure of the catalogue (``core.catalogue.gated``); its
+    report key (or its key per phase) says where it is.
     """
+    found = gated(".".join(path), build["endpoints"])
+    if found is None:
+        raise KeyError(".".join(path))
+    figure, endpoint = found
+    key = figure.phase_key if phase else figure.key
+    if key is None:
+        raise KeyError(".".join(path))
     window = build["phases"][phase] if phase else build
-    head, rest = path[0], path[1:]
-    if head in build["endpoints"] and rest == (ENDPOINT_RECOVERY,) and not phase:
-        # absent from reports written before the figure existed: not measured
-        return build["timeline"].get("endpoints_recover_s", {}).get(head)
-    if head in build["endpoints"] and len(rest) == 1:
-        stats = window["endpoints"][head]
-        stat = rest[0]
-        if stat in LATENCY_FIGURES:
-            return stats["latency_s"][stat]
-        if stat == "error_pct":
-            ok = stats["success_pct"]
-            return None if ok is None else 100.0 - ok
-        if stat in ENDPOINT_FIGURES:
-            return stats[stat]
-    if head == "busy_workers" and len(rest) == 1 and rest[0] in BUSY_WORKER_FIGURES:
-        return (
-            window["workers"][f"busy_{rest[0]}"]
-            if phase
-            else build["workers"][f"busy_{rest[0]}_fault"]
-        )
-    if path == ("max_workers",):
-        return build["workers"]["max_workers"]
-    if head == "blocked" and rest in (("total",), ("per_s",)):
-        if phase:
-            return window["breaker"]["blocked" if rest[0] == "total" else "blocked_per_s"]
-        return build["breaker"]["blocked_total" if rest[0] == "total" else "blocked_per_s_fault"]
-    if path == ("breaker", "open_pct"):
-        return window["breaker"]["open_pct"] if phase else build["breaker"]["open_pct_fault"]
-    if path == ("breaker", "opens"):
-        return window["breaker"]["opens"]
-    if head == "pg" and rest in (("calls",), ("amplification",)):
-        return window["pg"][rest[0]]
-    if path == ("pg", "retries") and not phase:
-        return build["pg"]["retries"]
-    if len(path) == 1 and head in TIMELINE_FIGURES and not phase:
-        return build["timeline"][TIMELINE_FIGURES[head]]
-    raise KeyError(".".join(path))
+    where = key.replace(ENDPOINT, endpoint or "")
+    value = _dig(window, where, figure)
+    if value is None and not phase and where in (build.get("not_reached") or {}):
+        raise _Bound(build["not_reached"][where])
+    return value
 
 
 def _replica_lookup(replica: Mapping[str, Any], path: tuple[str, ...], phase: str | None) -> Any:
     """One replica's figure (``REPLICA_FIGURES``) in its section of ``builds.<b>.replicas``."""
-    window = replica["phases"][phase] if phase else None
-    head, rest = path[0], path[1:]
-    if head == "busy_workers" and len(rest) == 1 and rest[0] in BUSY_WORKER_FIGURES:
-        if window is not None:
-            return window["workers"][f"busy_{rest[0]}"]
-        return replica["workers"][f"busy_{rest[0]}_fault"]
-    if path == ("max_workers",) and not phase:
-        return replica["workers"]["max_workers"]
-    if head == "blocked" and rest in (("total",), ("per_s",)):
-        if window is not None:
-            return window["breaker"]["blocked" if rest[0] == "total" else "blocked_per_s"]
-        return replica["breaker"]["blocked_total" if rest[0] == "total" else "blocked_per_s_fault"]
-    if path == ("breaker", "open_pct"):
-        if window is not None:
-            return window["breaker"]["open_pct"]
-        return replica["breaker"]["open_pct_fault"]
-    if path == ("breaker", "opens"):
-        return (window or replica)["breaker"]["opens"]
-    if path == ("time_to_open",) and not phase:
-        return replica["breaker"]["time_to_open_s"]
-    if path == ("pg", "retries") and not phase:
-        return replica["pg"]["retries"]
-    raise KeyError(".".join(path))
+    found = gated(".".join(path))
+    if found is None or found[0].replica_key is None:
+        raise KeyError(".".join(path))
+    figure = found[0]
+    key = figure.phase_key if phase else figure.replica_key
+    if key is None:
+        raise KeyError(".".join(path))
+    return _dig(replica["phases"][phase] if phase else replica, key, figure)
 
 
 @dataclass(frozen=True)
@@ -129,6 +110,9 @@ class GateResult:
     figures: tuple[tuple[str, float | None], ...] = ()
     """Each figure the gate names, as written, with its value (None: not measured): what a
     seed claim shows beside the seed's own figure."""
+    unit: Unit = ""
+    """The unit of ``left`` and ``right`` (the catalogue's, of the figures the gate names):
+    ``s`` reads ``7 ms <= 1.83 s``."""
 
     @property
     def passed(self) -> bool:
@@ -139,9 +123,35 @@ class GateResult:
         """A verdict that fails the run (``skip`` does not)."""
         return self.verdict in ("fail", "error")
 
+    def show(self, value: float | None) -> str:
+        """A side of the gate in its figures' unit (``7 ms``, ``1.83 s``, ``50.0%``); without
+        one, a number to 4 significant digits."""
+        return figure(value, self.unit) if self.unit else number(value)
+
 
 class _Missing(Exception):
     """A figure the gate needs is absent: the gate's verdict is an error, not a crash."""
+
+
+class _NotReached(_Missing):
+    """A figure that was not reached inside the measured window: it is above ``bound``."""
+
+    def __init__(self, metric: Metric, bound: float) -> None:
+        super().__init__(f"{metric} was not reached inside the measured window (> {bound:g} s)")
+        self.metric, self.bound = metric, bound
+
+
+_FLIP: dict[Comparator, Comparator] = {
+    "<=": ">=",
+    "<": ">",
+    ">=": "<=",
+    ">": "<",
+    "==": "==",
+    "!=": "!=",
+}
+"""``a op b`` as ``b FLIP[op] a``."""
+_ABOVE: dict[Comparator, bool] = {">": True, ">=": True, "!=": True, "<": False, "<=": False}
+"""The verdict of ``x op v`` for any ``x`` above a bound ``B >= v`` (``==`` is False)."""
 
 
 def _value(node: Node, report: Report, baseline: Report | None) -> float:
@@ -170,6 +180,10 @@ def _value(node: Node, report: Report, baseline: Report | None) -> float:
         return _replica_value(node, build)
     try:
         value = _lookup(build, node.path, node.phase)
+    except _Bound as exc:
+        raise _NotReached(node, float(exc.args[0])) from exc
+    except _NotExposed as exc:
+        raise _Missing(f"{node} was not measured: {exc.args[0]}") from exc
     except KeyError as exc:
         raise _Missing(f"{node}: no such figure in the report") from exc
     if value is None:
@@ -192,6 +206,8 @@ def _replica_value(node: Metric, build: Mapping[str, Any]) -> float:
     for index in chosen:
         try:
             value = _replica_lookup(replicas[index], node.path, node.phase)
+        except _NotExposed as exc:
+            raise _Missing(f"{node}: replica {index} did not measure it: {exc.args[0]}") from exc
         except KeyError as exc:
             raise _Missing(f"{node}: no such figure for replica {index} in the report") from exc
         if value is None:
@@ -208,14 +224,57 @@ def evaluate(gate: Gate, report: Report, baseline: Report | None = None) -> Gate
     figures = tuple(
         (str(m), _value_or_none(m, report, baseline)) for m in dict.fromkeys(gate.metrics())
     )
+    unit = _unit(gate)
     try:
         left = _value(gate.left, report, baseline)
         right = _value(gate.right, report, baseline)
+    except _NotReached as exc:
+        return _against_bound(gate, exc, report, baseline, figures, unit)
     except _Missing as exc:
-        return GateResult(gate.name, gate.text, None, gate.op, None, "error", str(exc), figures)
+        return GateResult(
+            gate.name, gate.text, None, gate.op, None, "error", str(exc), figures, unit
+        )
     ok = _COMPARE[gate.op](left, right)
     verdict: Literal["pass", "fail"] = "pass" if ok else "fail"
-    return GateResult(gate.name, gate.text, left, gate.op, right, verdict, "", figures)
+    return GateResult(gate.name, gate.text, left, gate.op, right, verdict, "", figures, unit)
+
+
+def _against_bound(
+    gate: Gate,
+    bounded: _NotReached,
+    report: Report,
+    baseline: Report | None,
+    figures: tuple[tuple[str, float | None], ...],
+    unit: Unit,
+) -> GateResult:
+    """A gate whose one side is a figure not reached inside the window (it is above its
+    bound B): decided when the other side is at most B, else unknown (an error)."""
+    on_left = gate.left == bounded.metric
+
+    def error(detail: str) -> GateResult:
+        return GateResult(gate.name, gate.text, None, gate.op, None, "error", detail, figures, unit)
+
+    if not on_left and gate.right != bounded.metric:
+        return error(f"{bounded}; only a gate comparing it on its own can use the bound")
+    try:
+        other = _value(gate.right if on_left else gate.left, report, baseline)
+    except _Missing as exc:
+        return error(str(exc))
+    op = gate.op if on_left else _FLIP[gate.op]
+    if other > bounded.bound:
+        return error(f"{bounded}: whether it is {op} {other:g} cannot be told")
+    verdict: Literal["pass", "fail"] = "pass" if _ABOVE.get(op, False) else "fail"
+    left, right = (bounded.bound, other) if on_left else (other, bounded.bound)
+    return GateResult(
+        gate.name, gate.text, left, gate.op, right, verdict, str(bounded), figures, unit
+    )
+
+
+def _unit(gate: Gate) -> Unit:
+    """The unit both sides are in: the one of the figures the gate names, when they share
+    one (``after.products.p95 <= 2s`` is in seconds); none otherwise."""
+    units = {unit_of(str(metric)) for metric in gate.metrics()}
+    return units.pop() if len(units) == 1 else ""
 
 
 def _value_or_none(metric: Metric, report: Report, baseline: Report | None) -> float | None:

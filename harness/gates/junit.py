@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from harness.analysis.format import number
 from harness.gates.evaluate import GateResult
 
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -42,7 +41,7 @@ def junit_xml(results: list[GateResult], suite: str) -> str:
         case = ET.SubElement(
             ts, "testcase", classname=f"harness.gates.{suite}", name=xml_safe(r.name), time="0"
         )
-        measured = f"{number(r.left, 6)} {r.op} {number(r.right, 6)}"
+        measured = f"{r.show(r.left)} {r.op} {r.show(r.right)}"
         if r.verdict == "fail":
             ET.SubElement(
                 case, "failure", message=f"{text}: {measured} is false"

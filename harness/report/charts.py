@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -33,6 +32,15 @@ from matplotlib.ticker import NullFormatter
 
 from harness.analysis.replicas import as_frame, target_series
 from harness.analysis.series import PG_RECEIVED, select
+from harness.report.chart_data import (
+    QUANTILE_STYLE,
+    ROLLING_WINDOW_S,
+    Array,
+    counter_rate,
+    per_second,
+    rolling_quantiles,
+    state_bars,
+)
 from harness.report.chart_style import (
     BUILD_COLOURS,
     LEGEND_STYLE,
@@ -52,8 +60,6 @@ from harness.report.chart_style import (
 from harness.results.model import RunResult
 from harness.scenario.schema import Scenario
 
-Array = npt.NDArray[np.float64]
-
 CHARTS = (
     "busy_workers",
     "gateway_calls",
@@ -62,6 +68,13 @@ CHARTS = (
     "breaker_state",
 )
 """Chart keys, in the order a report shows them; each is written as ``<key>.png``."""
+POOL_SERIES = {
+    "db_active": ("-", "in use"),
+    "db_pending": ("--", "waiting"),
+    "db_max": (":", "size"),
+}
+"""The DB pool chart's series -> (line style, what); ``db_pool.png`` is drawn only when a
+build exposed one."""
 
 CAPTIONS = {
     "busy_workers": "Busy request threads per build over time; the dashed line is the pool size.",
@@ -76,15 +89,13 @@ CAPTIONS = {
     "style); the dot is the maximum.",
     "breaker_state": "Circuit breaker state per build (one row per replica of a replicated "
     "build: each has its own breaker), as sampled at each metrics scrape.",
+    "db_pool": "DB connections per build over time (HikariCP): in use (solid), threads "
+    "waiting for one (dashed) and the pool's size (dotted); only builds with a pool.",
 }
 """One line per chart saying what it shows, for reports that embed the PNGs."""
 
-QUANTILE_STYLE = {"p50": (0.50, ":"), "p95": (0.95, "--"), "p99": (0.99, "-")}
 OFFERED_STYLE: dict[str, Any] = {"color": "#777777", "lw": 1.0, "alpha": 0.8}
 """The offered rate of a ramping endpoint, on the latency chart's right-hand axis."""
-ROLLING_WINDOW_S = 5.0
-MAX_WINDOWS = 600
-"""Cap on rolling-window positions, so a 24 h scenario costs no more than a 10 min one."""
 PERCENTILE_TICKS = {1.0: "0%", 2.0: "50%", 10.0: "90%", 100.0: "99%", 1e3: "99.9%"}
 PERCENTILE_TICKS.update({1e4: "99.99%", 1e5: "99.999%", 1e6: "99.9999%", 1e7: "99.99999%"})
 
@@ -129,7 +140,8 @@ def _long_series(canon: pd.DataFrame, name: str) -> tuple[Array, Array]:
 
 
 def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, Path]:
-    """Write the five charts of ``run`` into ``out_dir``; returns ``{key: png path}``."""
+    """Write the five charts of ``run`` into ``out_dir``, and the DB pool's when a build has
+    one; returns ``{key: png path}``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     builds = _prepare(run, scenario)
     span = _span(builds, scenario)
@@ -140,9 +152,11 @@ def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, 
         "latency_distribution": _latency_distribution,
         "breaker_state": _breaker_state,
     }
-    return {
-        key: save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in CHARTS
-    }
+    keys = list(CHARTS)
+    if any(len(b.series(name)[0]) for b in builds for name in POOL_SERIES):
+        drawers["db_pool"] = _db_pool
+        keys.append("db_pool")
+    return {key: save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in keys}
 
 
 # ---------------------------------------------------------------- data
@@ -186,58 +200,6 @@ def _span(builds: list[_Build], scenario: Scenario) -> Span:
     last = max((b.last_t() for b in builds), default=-math.inf)
     tail = min(scenario.drain_s, max(0.0, last - scenario.duration))
     return Span(-scenario.warmup, scenario.duration, scenario.duration + math.ceil(tail))
-
-
-def _counter_rate(t: Array, v: Array) -> tuple[Array, Array]:
-    """Per-second rate between consecutive scrapes; a drop is a restart, counted from zero."""
-    if len(t) < 2:
-        return np.empty(0), np.empty(0)
-    dv = np.diff(v)
-    dv = np.where(dv < 0, v[1:], dv)
-    dt = np.diff(t)
-    rate = np.divide(dv, dt, out=np.zeros_like(dv), where=dt > 0)
-    return t[1:], rate
-
-
-def _per_second(t: Array, lo: float, hi: float) -> tuple[Array, Array]:
-    """Count of events per 1 s bin over [lo, hi]; returns (counts, bin edges)."""
-    edges = np.arange(np.floor(lo), np.ceil(hi) + 1.0, 1.0)
-    counts, _ = np.histogram(t, bins=edges)
-    return counts.astype(float), edges
-
-
-def _rolling_quantiles(t: Array, values: Array, lo: float, hi: float) -> tuple[Array, Array]:
-    """p50/p95/p99 of ``values`` over the trailing ROLLING_WINDOW_S before each position.
-
-    Trailing rather than centred windows, so nothing shows up before its
-    cause (a centred window would raise latency ahead of a fault's start).
-    The loop runs over window positions (at most MAX_WINDOWS), never over
-    samples: each window is a slice of the time-sorted array.
-    """
-    order = np.argsort(t, kind="stable")
-    t, values = t[order], values[order]
-    step = max(1.0, (hi - lo) / MAX_WINDOWS)
-    ends = np.arange(lo + step, hi + step / 2, step)
-    first = np.searchsorted(t, ends - ROLLING_WINDOW_S, side="left")
-    last = np.searchsorted(t, ends, side="left")
-    qs = [q for q, _ in QUANTILE_STYLE.values()]
-    out = np.full((len(ends), len(qs)), np.nan)
-    for i, (a, b) in enumerate(zip(first, last, strict=True)):
-        if b > a:
-            out[i] = np.quantile(values[a:b], qs)
-    return ends, out
-
-
-def _state_bars(t: Array, state: Array, until: float) -> dict[int, list[tuple[float, float]]]:
-    """Runs of equal state as (start, width) per state code; each lasts until the next change."""
-    change = np.flatnonzero(np.diff(state)) + 1
-    starts = np.concatenate(([0], change))
-    stops = np.concatenate((change, [len(t)]))
-    bars: dict[int, list[tuple[float, float]]] = {}
-    for a, z in zip(starts, stops, strict=True):
-        stop = float(t[z]) if z < len(t) else until
-        bars.setdefault(int(state[a]), []).append((float(t[a]), stop - float(t[a])))
-    return bars
 
 
 # ---------------------------------------------------------------- charts
@@ -290,16 +252,16 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
         styles = _gateway_styles(b.colour, "ledger" if len(b.pg_arrivals) else "counter")
         offered_style, blocked_style, reached_style = styles.values()
         offered = b.samples.loc[b.samples["endpoint"].isin(gateway_eps), "t"].to_numpy(float)
-        counts, edges = _per_second(offered, span.start, span.end)
+        counts, edges = per_second(offered, span.start, span.end)
         ax.stairs(counts, edges, fill=True, **offered_style)
-        blocked_t, blocked = _counter_rate(*b.series("blocked_calls"))
+        blocked_t, blocked = counter_rate(*b.series("blocked_calls"))
         ax.step(blocked_t, blocked, where="pre", **blocked_style)
         if len(b.pg_arrivals):  # the ledger: exact arrival times, binned like the offered load
-            reached, reached_edges = _per_second(b.pg_arrivals, span.start, span.stop)
+            reached, reached_edges = per_second(b.pg_arrivals, span.start, span.stop)
             ax.stairs(reached, reached_edges, **reached_style)
         else:  # no ledger: the gateway's counter, at the scrape interval's resolution
             received = b.pg_received
-            reached_t, reached = _counter_rate(
+            reached_t, reached = counter_rate(
                 received.index.to_numpy(float), received.to_numpy(float)
             )
             ax.step(reached_t, reached, where="pre", **reached_style)
@@ -351,7 +313,7 @@ def _latency_over_time(builds: list[_Build], scenario: Scenario, span: Span) -> 
             if rows.empty:
                 continue
             t, lat = rows["t"].to_numpy(float), rows["latency"].to_numpy(float)
-            ends, qs = _rolling_quantiles(t, lat, span.start, span.end)
+            ends, qs = rolling_quantiles(t, lat, span.start, span.end)
             for j, (_, style) in enumerate(QUANTILE_STYLE.values()):
                 ax.plot(ends, qs[:, j], color=b.colour, ls=style, lw=1.5)
         endpoint_title(ax, scenario, ep)
@@ -462,7 +424,7 @@ def _breaker_state(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
             ax.text((span.start + span.stop) / 2, row, f"{name}: no breaker", **NOTE_STYLE)
             continue
         interval = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
-        for code, bars in _state_bars(t, state, float(t[-1]) + interval).items():
+        for code, bars in state_bars(t, state, float(t[-1]) + interval).items():
             ax.broken_barh(bars, (row - 0.35, 0.7), facecolors=state_style(code)[1], lw=0)
             seen.add(code)
     ax.set_yticks(range(len(rows)), [label for _, label, _, _, _ in rows])
@@ -473,4 +435,25 @@ def _breaker_state(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
         empty(ax, "no builds in this run")
     time_axes(ax, scenario, span, bottom=True)
     legend(ax, [Patch(color=state_style(c)[1], label=state_style(c)[0]) for c in sorted(seen)])
+    return fig
+
+
+def _db_pool(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
+    """Per build with a DB pool: connections in use, threads waiting, the pool's size."""
+    fig, (ax,) = new_figure(1, 3.4)
+    ax.set_title("DB connection pool (connections in use, threads waiting, pool size)")
+    for b in builds:
+        for name, (style, what) in POOL_SERIES.items():
+            t, value = b.series(name)
+            if len(t):
+                ax.step(
+                    t, value, where="post", color=b.colour, ls=style, label=f"{b.label}: {what}"
+                )
+    missing = [b.name for b in builds if not any(len(b.series(n)[0]) for n in POOL_SERIES)]
+    if missing:
+        note(ax, "no DB pool exposed by " + ", ".join(missing), y=0.6)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
+    ax.set_ylabel("connections / threads")
+    time_axes(ax, scenario, span, bottom=True)
+    legend(ax)
     return fig

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from harness.analysis.format import Unit, figure, number
 from harness.analysis.model import Report, SeedClaim
+from harness.core.catalogue import unit_of
 from harness.gates.evaluate import evaluate
-from harness.scenario.gates import LATENCY_FIGURES, GateSyntaxError, parse_gate
+from harness.scenario.gates import GateSyntaxError, parse_gate
 from harness.scenario.schema import Scenario
 
 
@@ -60,17 +61,9 @@ def _broken(name: str, expr: str, seed: str, why: str) -> SeedClaim:
 
 
 def figure_unit(name: str) -> Unit:
-    """The unit of a figure named in a gate, for display: seconds or percent or none."""
-    bare = name.split("[", 1)[0]
-    parts = bare.split(".")
-    last, of = parts[-1], (parts[-2] if len(parts) > 1 else "")
-    if of == "busy_workers":  # busy_workers.max / .mean / .p50: threads, not seconds
-        return ""
-    if last in LATENCY_FIGURES or last.startswith("time_to_") or last == "max_lateness_s":
-        return "s"
-    if last.endswith("_pct") or "_pct_" in last:  # blocked_pct_healthy too
-        return "%"
-    return ""
+    """The unit of a figure named in a gate, for display: the catalogue's
+    (``core.catalogue.unit_of``): seconds, percent or none."""
+    return unit_of(name)
 
 
 def ours(claim: SeedClaim) -> str:
@@ -79,10 +72,16 @@ def ours(claim: SeedClaim) -> str:
 
 
 def check(claim: SeedClaim) -> str:
-    """The gate's two sides as the gates table shows them: ``2.43 <= 3.55``."""
+    """The gate's two sides as the gates table shows them: ``2.43 s <= 3.55 s``."""
     if claim["measured"] is None and claim["limit"] is None:
         return "-"
-    return f"{number(claim['measured'])} {claim['op']} {number(claim['limit'])}"
+    units = {figure_unit(name) for name in claim["figures"]}
+    unit = units.pop() if len(units) == 1 else ""
+
+    def side(value: float | None) -> str:  # in the figures' unit: 7 ms <= 1.83 s
+        return figure(value, unit) if unit else number(value)
+
+    return f"{side(claim['measured'])} {claim['op']} {side(claim['limit'])}"
 
 
 def verdict(claim: SeedClaim) -> str:

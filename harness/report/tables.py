@@ -16,6 +16,7 @@ from harness.analysis.combine import change_pct, flatten_whole
 from harness.analysis.format import Unit, change, count, interval
 from harness.analysis.format import figure as fmt
 from harness.analysis.model import BuildReport, Report, WindowFigures
+from harness.core.catalogue import FIGURES, NOT_EXPOSED
 from harness.report.claims import CLAIM_HEADER, claim_row
 
 
@@ -42,14 +43,22 @@ def headline_rows(report: Report) -> list[list[str]]:
     flat = {b: flatten_whole(report["builds"][b]) for b in builds}
     rows: list[list[str]] = []
 
-    def row(label: str, key: str, unit: Unit = "", scale: float = 1.0, digits: int = 4) -> None:
+    def row(
+        label: str,
+        key: str,
+        unit: Unit = "",
+        scale: float = 1.0,
+        digits: int = 4,
+        say: list[str | None] | None = None,
+    ) -> None:
+        """One row; ``say``: per build, what its cell says instead of its value."""
         values = [_scaled(flat[b].get(key), scale, digits) for b in builds]
         cells = [label]
-        for b, v in zip(builds, values, strict=True):
+        for b, v, said in zip(builds, values, say or [None] * len(builds), strict=True):
             ci = report["builds"][b].get("ci95", {}).get(key) or [None, None]
             low, high = (_scaled(c, scale, digits) for c in ci)
-            text = fmt(v, unit)
-            if low is not None and high is not None:
+            text = said or fmt(v, unit)
+            if said is None and low is not None and high is not None:
                 text = interval(text, fmt(low, unit), fmt(high, unit))
             cells.append(text)
         if base in flat and len(builds) > 1:
@@ -68,16 +77,18 @@ def headline_rows(report: Report) -> list[list[str]]:
         row(f"{ep} achieved rps ({whole})", f"{ep}.achieved_rps")
         if any(report["builds"][b]["endpoints"][ep].get("dropped") for b in builds):
             row(f"{ep} dropped by max-in-flight ({whole})", f"{ep}.dropped")
-    row(f"busy workers max ({fault})", "workers.busy_max_fault")
-    row(f"busy workers mean ({fault})", "workers.busy_mean_fault")
-    row(f"busy workers p50 ({fault})", "workers.busy_p50_fault")
-    row("max workers", "workers.max_workers")
-    row(f"blocked calls ({whole})", "breaker.blocked_total")
-    row(f"blocked calls/s ({fault})", "breaker.blocked_per_s_fault")
-    row(f"PG calls received ({whole})", "pg.calls")
-    row(f"PG calls received ({fault})", "pg.calls_fault")
-    row(f"PG amplification ({whole})", "pg.amplification")
-    row(f"PG amplification ({fault})", "pg.amplification_fault")
+    for figure in FIGURES:  # the catalogue's rows: pool, breaker, gateway, its own series
+        if figure.label is None:
+            continue
+        exposed = [_has(report["builds"][b], figure.key) for b in builds]
+        if not any(exposed) and figure.absent == NOT_EXPOSED:
+            continue  # an optional series no build exposed: no row
+        say = [
+            absence(report["builds"][b], figure.key, e)
+            for b, e in zip(builds, exposed, strict=True)
+        ]
+        label = _windowed(figure.label, figure.window, whole, fault)
+        row(label, figure.key, figure.unit, say=say)
     if any("resources" in report["builds"][b] for b in builds):  # docker builds: the cost
         row(f"container CPU % mean ({whole})", "resources.cpu_pct_mean", "%", digits=1)
         row(f"container CPU % max ({whole})", "resources.cpu_pct_max", "%", digits=1)
@@ -115,6 +126,37 @@ def headline_notes(report: Report) -> list[str]:
                 "at once without reaching the gateway; refusing them is what the breaker is for."
             )
     return notes
+
+
+def absence(build: BuildReport, key: str, exposed: bool = True) -> str | None:
+    """What a figure's cell says when it has no value for a reason worth telling: ``not
+    exposed`` (an optional series the service never exposed), ``> 25.00 s`` (a recovery
+    not reached inside the window: the bound); None otherwise."""
+    if not exposed:
+        return NOT_EXPOSED
+    bound = (build.get("not_reached") or {}).get(key)
+    return None if bound is None else f"> {fmt(bound, 's')}"
+
+
+def _has(build: BuildReport, key: str) -> bool:
+    """Whether a build's report has the (dotted) key at all."""
+    value: object = build
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def _windowed(label: str, window: str, whole: str, fault: str) -> str:
+    """A catalogue row's label naming its window (``window_labels``): ``(all phases)``,
+    the fault's phases (``(outage)``), or nothing for a figure of the whole run."""
+    base = label.removesuffix(" (fault)")
+    if window == "whole":
+        return f"{base} ({whole})"
+    if window == "fault":
+        return f"{base} ({fault})"
+    return base
 
 
 def report_warnings(report: Report) -> list[str]:
@@ -299,12 +341,23 @@ def _phase_section(report: Report) -> list[str]:
     # Each endpoint's own recovery: absent in reports written before it (kept as they were).
     measured = any("endpoints_recover_s" in b.get("timeline", {}) for b in builds.values())
     back = list(report["endpoints"]) if measured else []
+
+    def recovery(build: BuildReport, key: str, value: float | None) -> str:
+        return absence(build, key) or fmt(value, "s")
+
     timeline = [
         [
             b,
             fmt(t.get("time_to_open_s"), "s"),
-            fmt(t.get("time_to_recover_s"), "s"),
-            *(fmt(t.get("endpoints_recover_s", {}).get(ep), "s") for ep in back),
+            recovery(builds[b], "timeline.time_to_recover_s", t.get("time_to_recover_s")),
+            *(
+                recovery(
+                    builds[b],
+                    f"timeline.endpoints_recover_s.{ep}",
+                    t.get("endpoints_recover_s", {}).get(ep),
+                )
+                for ep in back
+            ),
             fmt(t.get("blocked_pct_healthy"), "%"),
         ]
         for b, t in ((b, builds[b].get("timeline", {})) for b in builds)

@@ -105,8 +105,8 @@ def _progress(
         },
         achieved_rps=achieved,
         dropped={ep: int(n) for ep, n in now.get("dropped", {}).items() if n},
-        busy_workers=_latest(scraper, preset.busy_workers),
-        max_workers=_latest(scraper, preset.max_workers),
+        busy_workers=_latest(scraper, preset.gauge("busy_workers")),
+        max_workers=_latest(scraper, preset.gauge("max_workers")),
         breaker_state=_breaker_now(scraper, preset),
     )
 

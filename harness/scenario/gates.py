@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.core.catalogue import ENDPOINT, GATED, endpoint_gate
 from harness.scenario.bounds import check_printable
 from harness.scenario.schema import Scenario
 
@@ -292,63 +293,53 @@ def parse_gate(text: str, name: str | None = None) -> Gate:
 
 # ---------------------------------------------------------------- figures
 
-LATENCY_FIGURES = ("p50", "p95", "p99", "max", "mean")
-"""Latency statistics of an endpoint (``after.products.p95``)."""
-ENDPOINT_FIGURES = (
-    "success_pct",
-    "error_pct",
-    "kept_pct",
-    "cached_pct",
-    "achieved_rps",
-    "requests",
-    "max_lateness_s",
-    "dropped",
+
+def _stats(prefix: str) -> tuple[str, ...]:
+    return tuple(
+        g[len(prefix) :] for g in GATED if g.startswith(prefix) and "." not in g[len(prefix) :]
+    )
+
+
+LATENCY_FIGURES = tuple(
+    g.rsplit(".", 1)[1]
+    for g, f in GATED.items()
+    if f.key.startswith(f"endpoints.{ENDPOINT}.latency_s.")
 )
-"""The other figures of an endpoint (``kept_pct``, ``cached_pct``: service kept, seed 004)."""
-BUSY_WORKER_FIGURES = ("max", "mean", "p50")
-"""Statistics of busy workers (``after.busy_workers.p50``)."""
-TIMELINE_FIGURES = {
-    "time_to_open": "time_to_open_s",
-    "time_to_recover": "time_to_recover_s",
-    "blocked_pct_healthy": "blocked_pct_healthy",
-}
-"""Figures of the whole run, never cut by phase: gate name -> key in the report's timeline."""
+"""Latency statistics of an endpoint (``after.products.p95``)."""
 ENDPOINT_RECOVERY = "time_to_recover"
 """An endpoint's own recovery (``after.products.time_to_recover``): seconds from the
 fault's end until its answers and latency are back to healthy; whole run, not cut."""
-UNCUT_FIGURES = frozenset({*TIMELINE_FIGURES, "max_workers", "pg.retries"})
-"""Figures a ``[phase]`` cannot cut (and every ``<endpoint>.time_to_recover``)."""
+ENDPOINT_FIGURES = tuple(
+    s for s in _stats(f"{ENDPOINT}.") if s not in LATENCY_FIGURES and s != ENDPOINT_RECOVERY
+)
+"""The other figures of an endpoint (``kept_pct``, ``cached_pct``: service kept, seed 004)."""
+BUSY_WORKER_FIGURES = _stats("busy_workers.")
+"""Statistics of busy workers (``after.busy_workers.p50``)."""
+TIMELINE_FIGURES = {
+    g: f.key.split(".", 1)[1]
+    for g, f in GATED.items()
+    if f.section == "timeline" and ENDPOINT not in g
+}
+"""Figures of the whole run, never cut by phase: gate name -> key in the report's timeline."""
+UNCUT_FIGURES = frozenset(g for g, f in GATED.items() if not f.cut)
+"""Figures a ``[phase]`` cannot cut (``{endpoint}.time_to_recover`` for every endpoint's)."""
 
 
 def is_uncut(name: str) -> bool:
     """Whether the figure ``name`` (without build and phase) is of the whole run only."""
-    return name in UNCUT_FIGURES or name.endswith(f".{ENDPOINT_RECOVERY}")
+    return name in UNCUT_FIGURES or endpoint_gate(name) in UNCUT_FIGURES
 
 
-REPLICA_FIGURES = (
-    "breaker.open_pct",
-    "breaker.opens",
-    "time_to_open",
-    "blocked.total",
-    "blocked.per_s",
-    *(f"busy_workers.{s}" for s in BUSY_WORKER_FIGURES),
-    "max_workers",
-    "pg.retries",
-)
+REPLICA_FIGURES = tuple(g for g, f in GATED.items() if f.replica_key is not None)
 """What one replica of a build with ``replicas: N`` has (``build.replicas.I.<figure>``)."""
 
 
 def figure_names(scenario: Scenario) -> list[str]:
-    """Every figure a gate may name (without build and phase), for help and errors."""
-    names = [
-        f"{ep}.{q}"
-        for ep in scenario.traffic
-        for q in (*LATENCY_FIGURES, *ENDPOINT_FIGURES, ENDPOINT_RECOVERY)
-    ]
-    names += [f"busy_workers.{s}" for s in BUSY_WORKER_FIGURES] + ["max_workers"]
-    names += ["blocked.total", "blocked.per_s", "breaker.open_pct", "breaker.opens"]
-    names += ["pg.calls", "pg.amplification", "pg.retries", *TIMELINE_FIGURES]
-    return names
+    """Every figure a gate may name (without build and phase), for help and errors: the
+    catalogue's (``harness.core.catalogue.FIGURES``), each endpoint's spelled out."""
+    endpoint = [g for g in GATED if g.startswith(ENDPOINT + ".")]
+    names = [g.replace(ENDPOINT, ep) for ep in scenario.traffic for g in endpoint]
+    return names + [g for g in GATED if ENDPOINT not in g]
 
 
 def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) -> list[str]:
@@ -403,7 +394,7 @@ def _replica_problems(metric: Metric, scenario: Scenario) -> list[str]:
         problems.append(
             f"{name!r} is not a figure of one replica; a replica has: {', '.join(REPLICA_FIGURES)}"
         )
-    elif metric.phase and name in UNCUT_FIGURES:
+    elif metric.phase and is_uncut(name):
         problems.append(f"figure {name!r} is not cut by phase; drop [{metric.phase}]")
     return problems
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.analysis.figures import count_opens
+from harness.analysis.cuts import count_opens
 from harness.analysis.presets import BREAKER_STATES
 
 CLOSED, OPEN, HALF = BREAKER_STATES["closed"], BREAKER_STATES["open"], BREAKER_STATES["half_open"]

@@ -13,11 +13,12 @@ import pandas as pd
 
 from harness.analysis.figures import build_figures
 from harness.gates.evaluate import evaluate
-from harness.results.io import LEDGER_DTYPES, METRICS_COLUMNS, SAMPLE_DTYPES, empty_frame
+from harness.results.io import LEDGER_DTYPES, METRICS_COLUMNS, empty_frame
 from harness.results.model import BuildResult
 from harness.scenario.gates import check_gate, parse_gate
 from harness.scenario.loader import load_scenario_text
 from harness.scenario.schema import Scenario
+from tests.analysis.frames import sample_frame
 
 T0 = 1_800_000_000.0
 SCENARIO = """\
@@ -42,22 +43,6 @@ def _scenario() -> Scenario:
     return load_scenario_text(SCENARIO).scenario
 
 
-def _frame(name: str, start: np.ndarray, latency: np.ndarray, status: np.ndarray) -> pd.DataFrame:
-    n = len(start)
-    return pd.DataFrame(
-        {
-            "endpoint": [name] * n,
-            "index": np.arange(n),
-            "intended_start": start,
-            "actual_start": start,
-            "end": start + latency,
-            "status": status,
-            "error": [""] * n,
-            "outcome": [""] * n,
-        }
-    ).astype(SAMPLE_DTYPES)
-
-
 def _build(drain_s: float) -> BuildResult:
     """Reads at 10 ms while healthy; 3 s in the outage; after it, a wait that falls from 3 s
     to nothing over ``drain_s``. Payments fail in the outage and succeed at once after it."""
@@ -71,8 +56,8 @@ def _build(drain_s: float) -> BuildResult:
     pay_status = np.where((t >= 10) & (t < 20), 503, 200)
     samples = pd.concat(
         [
-            _frame("products", start, read, np.full(len(t), 200)),
-            _frame("payments", start, np.full(len(t), 0.05), pay_status),
+            sample_frame("products", start, read, np.full(len(t), 200)),
+            sample_frame("payments", start, np.full(len(t), 0.05), pay_status),
         ],
         ignore_index=True,
     )

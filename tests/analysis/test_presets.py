@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.analysis.figures import NOT_MEASURED_FIGURES, not_measured
+from harness.analysis.cuts import NOT_MEASURED_FIGURES
+from harness.analysis.figures import not_measured
 from harness.analysis.presets import BREAKER_STATES, PRESETS, Preset, resolve_preset
 from harness.analysis.series import (
     breaker_state_now,
@@ -29,6 +30,7 @@ from harness.analysis.series import (
 from harness.core.selectors import Selector
 from harness.report.tables import markdown
 from harness.results.io import METRICS_COLUMNS
+from tests.analysis.frames import required
 
 DATA = Path(__file__).parents[1] / "data"
 OPOSSUM_3 = ["opossum_metrics_closed", "opossum_metrics_open", "opossum_metrics_recovered"]
@@ -69,7 +71,7 @@ def test_a_counter_exposed_without_total_is_found_by_either_name() -> None:
 def test_opossum_preset_on_the_three_captures() -> None:
     metrics = _scrapes(*OPOSSUM_3)
     canon = map_canonical(metrics, PRESETS["opossum"])
-    assert canon.missing == {}
+    assert required(canon.missing) == {}
     got = _series(metrics, PRESETS["opossum"])
     # No `reject` sample in the closed capture (none yet): 0, since `circuit` exists.
     assert got["blocked_calls"] == [0.0, 6.0, 6.0]
@@ -112,8 +114,8 @@ def test_live_breaker_state_from_the_scrapes_so_far() -> None:
 def test_opossum_without_a_breaker_is_not_measured_never_zero() -> None:
     metrics = _scrapes("opossum_no_breaker")
     canon = map_canonical(metrics, PRESETS["opossum"])
-    assert set(canon.missing) == {"blocked_calls", "pg_calls", "breaker_state"}
-    for reason in canon.missing.values():
+    assert set(required(canon.missing)) == {"blocked_calls", "pg_calls", "breaker_state"}
+    for reason in required(canon.missing).values():
         assert reason.startswith("no series circuit or circuit_total in 1 scrape(s) of the target")
         assert "series seen: http_max_concurrency, http_requests_abandoned_total" in reason
     assert set(canon.frame["series"]) == {"busy_workers", "max_workers", "retries"}
@@ -166,7 +168,7 @@ def test_spring_boot_preset_on_a_real_actuator_capture() -> None:
     assert got["pg_calls"] == [0.0]  # successful + failed + ignored
     assert got["breaker_state"] == [CLOSED]
     # Spring Boot's default: no Tomcat MBean registry, so no tomcat_threads_*; no Retry.
-    assert set(canon.missing) == {"busy_workers", "max_workers", "retries"}
+    assert set(required(canon.missing)) == {"busy_workers", "max_workers", "retries"}
     busy = canon.missing["busy_workers"]
     assert busy.startswith(
         "no series tomcat_threads_busy_threads in 1 scrape(s) of the target; series seen: "
@@ -183,7 +185,7 @@ def test_spring_boot_preset_with_tomcat_threads_retry_and_two_breakers() -> None
     metrics = _scrapes("spring_boot_micrometer_documented")
     # Counters declared without _total (# TYPE ..._not_permitted_calls counter) are found too.
     everything = map_canonical(metrics, PRESETS["spring-boot"])
-    assert everything.missing == {
+    assert required(everything.missing) == {
         "breaker_state": "several breakers (inventory, pgClient) in "
         "resilience4j_circuitbreaker_state: choose one with metrics.breaker"
     }

@@ -3,8 +3,9 @@
 import pytest
 
 from harness.analysis.presets import PRESETS, Combination, preset_for, resolve_preset
+from harness.core.catalogue import CANONICAL_SERIES
 from harness.core.errors import InputError
-from harness.core.selectors import CANONICAL_SERIES, Selector, parse_selector
+from harness.core.selectors import Selector, parse_selector
 from harness.results.manifest import build_record
 
 
@@ -62,12 +63,15 @@ def test_map_overrides_and_adds_selectors() -> None:
             "pg_calls": "vendor_calls_total",
         },
     )
-    assert preset.busy_workers == Selector("http_requests_in_flight", {"pool": "verify"})
-    assert preset.pg_calls == Selector("vendor_calls_total")
-    assert preset.max_workers == PRESETS["opossum"].max_workers  # untouched
+    assert preset.source("busy_workers") == Selector("http_requests_in_flight", {"pool": "verify"})
+    assert preset.source("pg_calls") == Selector("vendor_calls_total")
+    assert preset.source("max_workers") == PRESETS["opossum"].source("max_workers")  # untouched
     assert preset.state_events is not None  # read the opossum way still
     none = resolve_preset("none", {"busy_workers": "my_pool_active"})
-    assert none.busy_workers == Selector("my_pool_active") and none.blocked_calls is None
+    assert (
+        none.source("busy_workers") == Selector("my_pool_active")
+        and none.source("blocked_calls") is None
+    )
     assert preset.describe() == {
         "preset": "opossum",
         "metrics_map": {
@@ -80,25 +84,29 @@ def test_map_overrides_and_adds_selectors() -> None:
 
 def test_breaker_narrows_the_breaker_series_only() -> None:
     spring = resolve_preset("spring-boot", {}, "pgClient")
-    assert spring.blocked_calls == Selector(
+    assert spring.source("blocked_calls") == Selector(
         "resilience4j_circuitbreaker_not_permitted_calls_total", {"name": "pgClient"}
     )
     assert spring.breaker_state == Selector(
         "resilience4j_circuitbreaker_state", {"name": "pgClient"}
     )
-    assert spring.pg_calls == Selector(
+    assert spring.source("pg_calls") == Selector(
         "resilience4j_circuitbreaker_calls_seconds_count", {"name": "pgClient"}
     )
-    assert spring.busy_workers == PRESETS["spring-boot"].busy_workers  # not a breaker series
-    assert spring.retries == PRESETS["spring-boot"].retries  # a Retry has its own name
+    assert spring.source("busy_workers") == PRESETS["spring-boot"].source(
+        "busy_workers"
+    )  # not a breaker series
+    assert spring.source("retries") == PRESETS["spring-boot"].source(
+        "retries"
+    )  # a Retry has its own name
     opossum = resolve_preset("opossum", {}, "vendor")
-    assert opossum.pg_calls == Combination(
+    assert opossum.source("pg_calls") == Combination(
         (Selector("circuit", {"event": "fire", "name": "vendor"}),),
         (Selector("circuit", {"event": "reject", "name": "vendor"}),),
     )
     # What the map gives is used as written: its author names the labels.
     mapped = resolve_preset("shop", {"blocked_calls": "refused_total"}, "pgClient")
-    assert mapped.blocked_calls == Selector("refused_total")
+    assert mapped.source("blocked_calls") == Selector("refused_total")
     assert mapped.breaker_state == Selector(
         "resilience4j_circuitbreaker_state", {"name": "pgClient"}
     )
@@ -120,6 +128,10 @@ def test_resolve_preset_refuses_bad_input_with_the_key() -> None:
         "pg_calls",
         "retries",
         "breaker_state",
+        "db_active",
+        "db_pending",
+        "db_max",
+        "db_timeouts",
     }
 
 
@@ -128,6 +140,6 @@ def test_preset_for_reads_what_the_manifest_recorded() -> None:
     assert preset_for(old) == PRESETS["shop"]
     info = {"preset": "opossum", "metrics_map": {"retries": "x_total"}, "breaker": "vendor"}
     preset = preset_for(build_record("b", info))
-    assert preset.retries == Selector("x_total") and preset.breaker == "vendor"
+    assert preset.source("retries") == Selector("x_total") and preset.breaker == "vendor"
     with pytest.raises(InputError, match="the manifest's metrics settings: unknown metrics"):
         preset_for(build_record("b", {"preset": "nope"}))

@@ -25,6 +25,7 @@ from targets.shop.metrics import WorkerGauge, make_registry
 from targets.shop.payments import PaymentService
 from targets.shop.pg_client import PgClient
 from targets.shop.resilience import CircuitBreakerConfig, RetryConfig
+from tests.analysis.frames import required
 
 
 def _failing_shop(**settings: object) -> PaymentService:
@@ -65,7 +66,7 @@ def test_shop_preset_on_the_shop_exposition() -> None:
     rows += _scrape(service, workers, 2.0)
     canon = map_canonical(pd.DataFrame(rows, columns=METRICS_COLUMNS), PRESETS["shop"])
     get = lambda name: canon.frame[canon.frame.series == name].set_index("t")["value"].to_dict()  # noqa: E731
-    assert canon.missing == {}
+    assert required(canon.missing) == {}
     assert get("busy_workers") == {1.0: 0.0, 2.0: 1.0}
     assert get("max_workers") == {1.0: 4.0, 2.0: 4.0}
     assert get("pg_calls") == {1.0: 0.0, 2.0: 2.0}  # summed over outcomes
@@ -79,7 +80,7 @@ def test_shop_without_a_breaker_reads_blocked_calls_as_not_measured() -> None:
     service.pay("key-1", 100)
     frame = pd.DataFrame(_scrape(service, WorkerGauge(4), 1.0), columns=METRICS_COLUMNS)
     canon = map_canonical(frame, PRESETS["shop"])
-    assert set(canon.missing) == {"blocked_calls", "breaker_state"}
+    assert set(required(canon.missing)) == {"blocked_calls", "breaker_state"}
     assert canon.missing["blocked_calls"].startswith(
         "no series resilience4j_circuitbreaker_not_permitted_calls_total or "
         "resilience4j_circuitbreaker_not_permitted_calls in 1 scrape(s) of the target; "

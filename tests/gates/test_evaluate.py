@@ -85,5 +85,5 @@ def test_junit_lists_every_gate() -> None:
     cases = suite.findall("testcase")
     assert cases[0].find("failure") is None
     failure = cases[1].find("failure")
-    assert failure is not None and "2.5 < 1" in (failure.get("message") or "")
+    assert failure is not None and "2.50 s < 1.00 s" in (failure.get("message") or "")  # its unit
     assert cases[2].find("error") is not None

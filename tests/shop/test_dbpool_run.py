@@ -40,6 +40,7 @@ gates:
   - "pooled.products.p95 >= 3 * nopool.products.p95"
   - "nopool.products.success_pct == 100"
   - "pooled.products.success_pct < 100"
+  - "pooled.db_pending.max[healthy] >= 2"
 """
 
 
@@ -48,7 +49,7 @@ def test_reads_wait_for_the_pools_connections_and_time_out_like_hikari(
 ) -> None:
     scenario = tmp_path / "db-pool.yaml"
     scenario.write_text(SCENARIO)
-    run_dir, report = run_with_passing_gates(scenario, tmp_path, min_gates=4)
+    run_dir, report = run_with_passing_gates(scenario, tmp_path, min_gates=5)
     assert_nothing_left(run_dir)
 
     pooled = report["builds"]["pooled"]["endpoints"]["products"]
@@ -64,3 +65,11 @@ def test_reads_wait_for_the_pools_connections_and_time_out_like_hikari(
     assert series.max()["hikaricp_connections_timeout_total"] >= 1
     plain = pd.read_parquet(run_dir / "nopool" / "metrics.parquet")
     assert not plain["series"].str.startswith("hikaricp_").any()
+    # The same series as the report's figures (the catalogue's db_*, through the shop preset).
+    figures = report["builds"]["pooled"]["series"]
+    assert figures["db_max"]["max"] == 1
+    assert figures["db_active"]["max_fault"] == 1
+    assert figures["db_pending"]["max_fault"] >= 2
+    assert figures["db_timeouts"]["total"] >= 1
+    assert "series" not in report["builds"]["nopool"]  # no pool: no figures, "not exposed"
+    assert (run_dir / "charts" / "db_pool.png").exists()

@@ -17,8 +17,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from harness.core.catalogue import CANONICAL_SERIES
 from harness.core.durations import Duration
-from harness.core.selectors import CANONICAL_SERIES, parse_selector
+from harness.core.selectors import parse_selector
 from harness.core.yamlmodel import StrictModel
 from harness.scenario.builds.base import BuildSettings
 from harness.scenario.placeholders import placeholders_in

@@ -1,0 +1,209 @@
+"""Figures read from canonical series, computed as the catalogue declares them.
+
+Each figure of ``harness.core.catalogue.FIGURES`` whose source is a canonical
+series is one statistic of that series over a window: a gauge's ``max``,
+``mean`` or ``p50`` (``gauge_summary``), its ``peak``, a counter's ``count``
+or ``per_s`` (``series.counter_delta``), the breaker's ``open_pct``, ``opens``
+or ``time_to_open``. ``cut`` computes them for a build, a phase, a replica or a
+replica's phase, and places each at its report key; a new series' figures need
+no code here. A series the catalogue marks optional (a DB pool) and the build
+never exposed has no figures at all, rather than figures that read None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.combine import round_figure as _round
+from harness.analysis.endpoints import gauge_summary
+from harness.analysis.series import BREAKER_STATES, counter_delta
+from harness.core.catalogue import FIGURES, SERIES, SERIES_BY_NAME, Figure
+
+Where = Literal["build", "phase", "replica", "replica_phase"]
+"""Whose figures: a build's own, one phase of it, one replica's, one replica's phase."""
+Tree = dict[str, Any]
+
+EMPTY = pd.Series(dtype=float)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The canonical series of a build or of one replica, and how its counters are counted."""
+
+    series: Mapping[str, pd.Series]
+    states: list[pd.Series]
+    """The breaker's state codes: one series per breaker (per replica)."""
+    count: Callable[[str, float, float], float | None]
+    """How much a counter grew over [start, end] (a replicated build's: its replicas' sum)."""
+
+    def get(self, name: str) -> pd.Series:
+        return self.series.get(name, EMPTY)
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Absolute times of the measured window and the fault window; ``fault_start`` is None
+    when the scenario has no fault (no time to open)."""
+
+    whole: tuple[float, float]
+    fault: tuple[float, float]
+    fault_start: float | None
+
+
+def replica_reader(series: Mapping[str, pd.Series]) -> Reader:
+    """One replica's series: its own breaker, counts rounded to whole ones as reported."""
+    return Reader(
+        series, [series.get("breaker_state", EMPTY)], lambda n, a, b: count(series, n, a, b)
+    )
+
+
+def count(series: Mapping[str, pd.Series], name: str, start: float, end: float) -> float | None:
+    """One replica's count of counter ``name`` over [start, end], to a whole count."""
+    return _round(counter_delta(series.get(name, EMPTY), start, end), 0)
+
+
+def _figures(where: Where) -> list[Figure]:
+    out = []
+    for figure in FIGURES:
+        if figure.series() is None:
+            continue
+        if where in ("phase", "replica_phase") and figure.phase_key is None:
+            continue
+        if where in ("replica", "replica_phase") and figure.replica_key is None:
+            continue
+        out.append(figure)
+    return out
+
+
+def _key(figure: Figure, where: Where) -> str:
+    if where == "build":
+        return figure.key
+    if where == "replica":
+        return figure.replica_key or figure.key
+    return figure.phase_key or figure.key
+
+
+def cut(reader: Reader, where: Where, windows: Windows) -> Tree:
+    """The series figures of ``where`` as a tree of report sections (``{"workers": {...}}``).
+
+    A phase's are over ``windows.whole`` (give the phase's as both windows).
+    """
+    tree: Tree = {}
+    for figure in _figures(where):
+        series = SERIES_BY_NAME[figure.source]
+        if series.optional and figure.source not in reader.series:
+            continue  # never exposed: no figure (not None)
+        window = windows.fault if figure.window == "fault" else windows.whole
+        if where in ("phase", "replica_phase"):
+            window = windows.whole
+        put(tree, _key(figure, where), value(figure, reader, window, windows.fault_start))
+    return tree
+
+
+def put(tree: Tree, key: str, item: Any) -> None:
+    """Set ``item`` at the dotted ``key`` of ``tree``, making the sections on the way."""
+    *path, last = key.split(".")
+    for part in path:
+        tree = tree.setdefault(part, {})
+    tree[last] = item
+
+
+def value(
+    figure: Figure, reader: Reader, window: tuple[float, float], fault_start: float | None
+) -> float | None:
+    """One figure's statistic of its series over ``window`` (``Figure.stat``)."""
+    start, end = window
+    stat, series = figure.stat, reader.get(figure.source)
+    if stat in ("max", "mean", "p50"):
+        return gauge_summary(series, start, end)[stat]
+    if stat == "peak":
+        return _round(series.max(), 0) if not series.empty else None
+    if stat == "count":
+        return _round(reader.count(figure.source, start, end), 0)
+    if stat == "per_s":
+        counted = reader.count(figure.source, start, end)
+        return None if counted is None else _round(counted / max(end - start, 1e-9), 2)
+    if stat == "open_pct":
+        return open_pct(reader.states, start, end)
+    if stat == "opens":
+        return count_opens(reader.states, start, end)
+    if stat == "time_to_open":
+        return None if fault_start is None else time_to_open(reader.states, fault_start)
+    raise ValueError(f"the catalogue's figure {figure.key!r} has an unknown statistic {stat!r}")
+
+
+def ordered(section: Mapping[str, Any], model: type) -> Tree:
+    """``section``'s keys in the order its TypedDict declares them (report.json's order)."""
+    keys = list(model.__annotations__)
+    return {
+        k: section[k]
+        for k in sorted(section, key=lambda k: keys.index(k) if k in keys else len(keys))
+    }
+
+
+NOT_MEASURED_FIGURES = {s.name: tuple(f.key for f in FIGURES if f.source == s.name) for s in SERIES}
+"""The figures read from each canonical series (their phase figures follow them)."""
+
+
+def missing_figures(missing: Mapping[str, str]) -> dict[str, str]:
+    """Figure -> why it is None, for the series that never appeared (``missing``: series ->
+    why). An optional series' figures are absent, not None: not listed."""
+    return {
+        figure: f"{series}: {reason}"
+        for series, reason in missing.items()
+        if series in SERIES_BY_NAME and not SERIES_BY_NAME[series].optional
+        for figure in NOT_MEASURED_FIGURES[series]
+    }
+
+
+def open_pct(states: list[pd.Series], start: float, end: float) -> float | None:
+    """% of scrapes in [start, end] with the breaker open; several breakers: their mean."""
+    shares = []
+    for state in states:
+        in_window = state[(state.index >= start) & (state.index <= end)]
+        if len(in_window):
+            shares.append(float((in_window == BREAKER_STATES["open"]).mean()))
+    return _round(100.0 * float(np.mean(shares)), 1) if shares else None
+
+
+def count_opens(states: list[pd.Series], start: float, end: float) -> float | None:
+    """Times the breaker left closed among the scrapes in [start, end), summed over ``states``.
+
+    A scrape counts when it reads open (or half-open, or forced open) and the scrape
+    before it (inside the window or not) read closed; the breaker starts closed, so a
+    first scrape away from closed counts too. A failed half-open trial (half-open, then
+    open again) is not a new open: with several probes the half-open spell is long
+    enough for a scrape to land in it, and counting its return to open would make a
+    breaker that probes carefully look like the one that flaps (seed 004). Read from the
+    scrapes: an open shorter than the scrape interval can fall between two. Half-open
+    windows, so the phases' counts add up to the whole window's.
+    """
+    away_codes = [BREAKER_STATES[name] for name in ("open", "half_open", "forced_open")]
+    total, measured = 0, False
+    for state in states:
+        if state.empty:
+            continue
+        state = state.sort_index()
+        away = state.isin(away_codes).to_numpy()
+        was_away = np.concatenate(([False], away[:-1]))
+        t = state.index.to_numpy(dtype=float)
+        inside = (t >= start) & (t < end)
+        measured = measured or bool(inside.any())
+        total += int((away & ~was_away & inside).sum())
+    return float(total) if measured else None
+
+
+def time_to_open(states: list[pd.Series], fault_start: float) -> float | None:
+    """Seconds from ``fault_start`` to the first scrape with a breaker open (the first of
+    ``states`` to open)."""
+    firsts = []
+    for state in states:
+        opened = state[(state.index >= fault_start) & (state == BREAKER_STATES["open"])]
+        if len(opened):
+            firsts.append(float(opened.index[0]))
+    return _round(min(firsts) - fault_start, 2) if firsts else None
