@@ -137,10 +137,10 @@ def test_a_gate_on_a_pool_the_build_never_exposed_says_so(tmp_path: Path) -> Non
 def test_the_report_shows_the_pools_rows_and_not_exposed(tmp_path: Path) -> None:
     report = _report(tmp_path)
     rows = {r[0]: r[1:] for r in headline_rows(report)}
-    assert rows["DB connections pending max (fault)"] == [NOT_EXPOSED, "4", "-"]
+    assert rows["DB connections pending max (outage)"] == [NOT_EXPOSED, "4", "-"]
     assert rows["DB pool size"] == [NOT_EXPOSED, "10", "-"]
-    assert rows["DB connection timeouts"] == [NOT_EXPOSED, "28", "-"]
-    assert "| DB connections active max (fault) | not exposed | 10 | - |" in markdown(report)
+    assert rows["DB connection timeouts (all phases)"] == [NOT_EXPOSED, "28", "-"]
+    assert "| DB connections active max (outage) | not exposed | 10 | - |" in markdown(report)
     # No build with a pool: no pool rows at all.
     plain = headline_rows(_report(tmp_path, pooled=()))
     assert not [r for r in plain if r[0].startswith("DB ")]

@@ -97,7 +97,8 @@ def test_every_headline_row_names_its_window() -> None:
     assert rows["PG calls received (outage)"][:2] == ["715", "27"]
     assert rows["busy workers max (outage)"][:2] == ["20", "11"]
     unlabelled = [label for label in rows if "(" not in label]
-    assert unlabelled == ["max workers"]  # the pool's size, not a figure over a window
+    # The pool's size and the breaker's reaction times: not figures over a window.
+    assert unlabelled == ["max workers", "time to open", "time to recover"]
     assert "## Gateway ledger (whole run: warmup and drain included" in markdown(V1)
 
 
