@@ -18,16 +18,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.spring.conftest import needs_java
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        shutil.which("java") is None or shutil.which("mvn") is None,
-        reason="needs java and mvn to build and run targets/spring-shop",
-    ),
-]
-
-JAR = ROOT / "targets" / "spring-shop" / "target" / "spring-shop.jar"
+pytestmark = [pytest.mark.integration, needs_java]
 
 SCENARIO = """\
 name: spring-fails
@@ -48,19 +41,6 @@ builds:
     health: {{timeout: 120s}}
     metrics: {{preset: spring-boot, path: /actuator/prometheus}}
 """
-
-
-@pytest.fixture(scope="module")
-def jar() -> Path:
-    built = subprocess.run(
-        ["make", "--no-print-directory", "spring-jar"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert built.returncode == 0 and JAR.is_file(), built.stdout + built.stderr
-    return JAR
 
 
 def _scenario(tmp_path: Path, jar: Path, duration: str = "5s", extra: str = "") -> Path:
@@ -93,23 +73,23 @@ def _failed_before_load(scenario: Path, done: subprocess.CompletedProcess[str], 
     assert leftover_processes(manifest["run_id"]) == []
 
 
-def test_a_missing_jar_is_the_jvm_s_own_words_before_any_load(tmp_path: Path, jar: Path) -> None:
+def test_a_missing_jar_is_the_jvm_s_own_words_before_any_load(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path, tmp_path / "no-such-app.jar")
     done = subprocess.run(_harness(scenario), cwd=ROOT, capture_output=True, text=True, timeout=60)
     _failed_before_load(scenario, done, "Unable to access jarfile")
 
 
-def test_an_app_that_fails_to_start_shows_spring_s_report(tmp_path: Path, jar: Path) -> None:
+def test_an_app_that_fails_to_start_shows_spring_s_report(tmp_path: Path, spring_jar: Path) -> None:
     """No gateway bean for an unknown variant: Spring's "APPLICATION FAILED TO START"."""
-    scenario = _scenario(tmp_path, jar, extra=", --shop.resilience=no-such-variant")
+    scenario = _scenario(tmp_path, spring_jar, extra=", --shop.resilience=no-such-variant")
     done = subprocess.run(_harness(scenario), cwd=ROOT, capture_output=True, text=True, timeout=180)
     _failed_before_load(scenario, done, "APPLICATION FAILED TO START")
 
 
 def test_a_jvm_that_dies_mid_run_is_exit_3_with_its_log_and_results_kept(
-    tmp_path: Path, jar: Path
+    tmp_path: Path, spring_jar: Path
 ) -> None:
-    scenario = _scenario(tmp_path, jar, duration="60s")
+    scenario = _scenario(tmp_path, spring_jar, duration="60s")
     proc = subprocess.Popen(
         _harness(scenario), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

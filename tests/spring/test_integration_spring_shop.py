@@ -21,16 +21,10 @@ import pandas as pd
 import pytest
 
 from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.spring.conftest import needs_java
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        shutil.which("java") is None or shutil.which("mvn") is None,
-        reason="needs java and mvn to build and run targets/spring-shop",
-    ),
-]
+pytestmark = [pytest.mark.integration, needs_java]
 
-JAR = ROOT / "targets" / "spring-shop" / "target" / "spring-shop.jar"
 DURATION_S = 25.0
 
 # Warm-up 15 s (at the scenario's 30 requests/s, ~300 payments through Tomcat, Jackson, Feign
@@ -114,19 +108,11 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    built = subprocess.run(
-        ["make", "--no-print-directory", "spring-jar"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert built.returncode == 0 and JAR.is_file(), built.stdout + built.stderr
+def run(tmp_path_factory: pytest.TempPathFactory, spring_jar: Path) -> Run:
     folder = tmp_path_factory.mktemp("spring")
     scenario = folder / "spring.yaml"
     java = shutil.which("java")
-    scenario.write_text(SCENARIO.format(java=java, jar=JAR, common=COMMON))
+    scenario.write_text(SCENARIO.format(java=java, jar=spring_jar, common=COMMON))
     done = subprocess.run(
         harness_cmd("run", str(scenario), "--results", str(folder / "results")),
         cwd=ROOT,
