@@ -49,7 +49,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint system-deps node-deps
+test: lint system-deps node-deps spring-jar
 	$(BIN)/pytest -q --durations=15
 
 # Debian packages and a local Docker Engine for the integration tests (see the script).
@@ -64,6 +64,18 @@ node-deps:
 
 targets/node-gateway/node_modules/.package-lock.json: targets/node-gateway/package-lock.json
 	npm ci --prefix targets/node-gateway --no-audit --no-fund
+	touch $@
+
+# The Spring Boot reference target (targets/spring-shop) for its tests: built once, and again only
+# when pom.xml or src/ change; skipped (those tests skip, saying so) without java or mvn.
+SPRING_JAR := targets/spring-shop/target/spring-shop.jar
+.PHONY: spring-jar
+spring-jar:
+	@if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then $(MAKE) --no-print-directory $(SPRING_JAR); \
+	else echo "spring-jar: java or mvn not found; the spring-shop tests will skip"; fi
+
+$(SPRING_JAR): targets/spring-shop/pom.xml $(shell find targets/spring-shop/src -type f 2>/dev/null)
+	cd targets/spring-shop && mvn -q -B package -DskipTests
 	touch $@
 
 clean:
