@@ -257,10 +257,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.basetemp = str(Path(base).parent / worker.removeprefix("gw"))
 
 
+SPAWNS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.spawn", "os.fork", "os.system"})
+"""Audit events of a new process (asyncio's subprocesses are ``subprocess.Popen`` too)."""
+
 _started: list[str] = []
+"""The commands the current test (its fixtures included) started with ``subprocess``."""
+_before: list[set[int]] = []
+"""This process's children when the current test first started one (scanned only then)."""
 
 
 def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event not in SPAWNS:
+        return
+    if not _before:
+        _before.append(set(_children()))
     if event == "subprocess.Popen":
         argv = args[1]
         words = [os.fsdecode(a) for a in argv] if isinstance(argv, list | tuple) else [str(argv)]
@@ -302,14 +312,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
 
 
-_BEFORE = pytest.StashKey[set[int]]()
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """What runs before the test's fixtures start anything."""
-    item.stash[_BEFORE] = set(_children())
-    del _started[:]
+    """A test starts with nothing started, before its fixtures start anything."""
+    _started.clear()
+    _before.clear()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -318,10 +325,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     fails if it or its fixtures started one (``SERVING``) or left a process running past its
     body (one a fixture stops afterwards, say)."""
     result = yield
-    if item.get_closest_marker("integration") is None:
-        before = item.stash.get(_BEFORE, set())
+    if _before and item.get_closest_marker("integration") is None:
         servers = [cmd for cmd in _started if any(f" {s}" in f" {cmd} " for s in SERVING)]
-        servers += [cmd for pid, cmd in _children().items() if pid not in before]
+        servers += [cmd for pid, cmd in _children().items() if pid not in _before[0]]
         if servers:
             pytest.fail(
                 f"{item.nodeid} starts a server or leaves a process running, so it is an "
