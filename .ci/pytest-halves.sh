@@ -6,7 +6,8 @@
 #                they start real processes on loopback and measure time, which a parallel
 #                neighbour would disturb
 # Usage: pytest-halves.sh all|unit [pytest arguments for both halves...]
-# `all` runs the integration half even when the unit half failed (every failure is seen).
+# `all` runs the integration half even when the unit half failed (every failure is seen),
+# not when it was interrupted (Ctrl-C: pytest's exit 2).
 # Exit: the first half's code that is neither 0 nor 5 (pytest's "no tests collected"); 5
 # only when no half ran a test, so an empty run never passes; else 0.
 set -uo pipefail
@@ -20,10 +21,11 @@ case $what in
   *) echo "pytest-halves.sh: all or unit, not '$what'" >&2; exit 2 ;;
 esac
 
+trap 'exit 130' INT TERM
 codes=()
 "$PYTEST" -q -p xdist -n "$JOBS" -m 'not integration' "$@"
 codes+=($?)
-if [ "$what" = all ]; then
+if [ "$what" = all ] && [ "${codes[0]}" != 2 ]; then
   "$PYTEST" -q --durations=15 -m integration "$@"
   codes+=($?)
 fi

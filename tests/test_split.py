@@ -52,7 +52,7 @@ def _halves(tmp_path: Path, what: str, *codes: int) -> tuple[int, list[str]]:
         ((0, 1), 1),
         ((1, 5), 1),
         ((5, 2), 2),
-        ((2, 1), 2),
+        ((3, 1), 3),
     ],
 )
 def test_both_halves_run_and_the_exit_is_the_first_failure(
@@ -64,6 +64,10 @@ def test_both_halves_run_and_the_exit_is_the_first_failure(
         "-q -p xdist -n 3 -m not integration -x",
         "-q --durations=15 -m integration -x",
     ]
+
+
+def test_an_interrupted_unit_half_stops_there(tmp_path: Path) -> None:
+    assert _halves(tmp_path, "all", 2, 0) == (2, ["-q -p xdist -n 3 -m not integration -x"])
 
 
 @pytest.mark.parametrize(("unit", "expected"), [(0, 0), (1, 1), (5, 5)])
