@@ -5,7 +5,7 @@
 #               tests in parallel, then the integration tests one at a time
 # and for the edit loop:
 #   make check  ruff, mypy, the import contracts and the unit tests in parallel (no
-#               integration test, nothing installed but .venv; 2-3 minutes on 2 cores)
+#               integration test, nothing installed but .venv; 1-2 minutes on 2 cores)
 # JOBS=N sets the parallel workers of the unit tests (default auto: one per core). The
 # split and its rule: .ci/pytest-halves.sh, tests/conftest.py, docs/testing.md.
 PY ?= $(shell command -v python3.11 || command -v python3)
