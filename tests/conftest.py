@@ -298,23 +298,26 @@ def _children() -> dict[int, str]:
     return found
 
 
+_UNMARKED = pytest.StashKey[str]()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that reads a shared run must be an integration test (a collection error)."""
-    wrong = [
-        f"{item.nodeid} uses {', '.join(sorted(SHARED_RUNS & set(item.fixturenames)))}"
-        for item in items
-        if SHARED_RUNS & set(item.fixturenames) and item.get_closest_marker("integration") is None
-    ]
-    if wrong:
-        raise pytest.UsageError(
-            "these tests read a real run but are not marked integration "
-            "(add `pytestmark = pytest.mark.integration`):\n  " + "\n  ".join(wrong)
-        )
+    """A test that reads a shared run must be an integration test: one that is not fails
+    before its fixtures make the run (a collection error would not read well under xdist)."""
+    for item in items:
+        shared = sorted(SHARED_RUNS & set(item.fixturenames))
+        if shared and item.get_closest_marker("integration") is None:
+            item.stash[_UNMARKED] = (
+                f"{item.nodeid} uses {', '.join(shared)}, a real run, but is not marked "
+                "integration: mark it `pytest.mark.integration`"
+            )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test starts with nothing started, before its fixtures start anything."""
+    if _UNMARKED in item.stash:
+        pytest.fail(item.stash[_UNMARKED], pytrace=False)
     _started.clear()
     _before.clear()
 

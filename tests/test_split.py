@@ -140,7 +140,8 @@ def test_a_unit_test_that_starts_a_server_fails_saying_to_mark_it(tmp_path: Path
     assert "2 failed, 2 passed" in done.stdout
 
 
-def test_reading_the_shared_run_without_the_mark_is_a_collection_error(tmp_path: Path) -> None:
+def test_reading_the_shared_run_without_the_mark_fails_before_making_it(tmp_path: Path) -> None:
     done = _pytest(tmp_path, "def test_reads(short_run):\n    pass\n")
-    assert done.returncode == 4, done.stdout + done.stderr
-    assert "test_rule.py::test_reads uses short_run" in done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_rule.py::test_reads uses short_run, a real run, but is not marked" in done.stdout
+    assert "1 error" in done.stdout and "harness run" not in done.stdout
