@@ -1,12 +1,18 @@
 # Two commands on a fresh machine with Python 3.11:
 #   make demo   creates .venv, installs harness, runs scenarios/quickstart.yaml
 #   make test   installs what the tests use (Debian packages as root, npm packages, .venv with
-#               the dev tools), runs ruff, mypy, the import contracts and the tests
+#               the dev tools), runs ruff, mypy, the import contracts and the tests: the unit
+#               tests in parallel, then the integration tests one at a time
+# and for the edit loop:
+#   make check  ruff, mypy, the import contracts and the unit tests in parallel (no
+#               integration test, nothing installed but .venv; 1-2 minutes on 2 cores)
+# JOBS=N sets the parallel workers of the unit tests (default auto: one per core). The
+# split and its rule: .ci/pytest-halves.sh, tests/conftest.py, docs/testing.md.
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint full seeds clean node-deps system-deps
+.PHONY: demo test check lint full seeds clean node-deps system-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -49,8 +55,13 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+JOBS ?= auto
+
 test: lint system-deps node-deps spring-jar
-	$(BIN)/pytest -q --durations=15
+	PYTEST=$(BIN)/pytest JOBS=$(JOBS) bash .ci/pytest-halves.sh all
+
+check: lint
+	PYTEST=$(BIN)/pytest JOBS=$(JOBS) bash .ci/pytest-halves.sh unit
 
 # Debian packages and a local Docker Engine for the integration tests (see the script).
 system-deps:

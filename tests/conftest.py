@@ -1,4 +1,12 @@
-"""Shared helpers for tests that start real processes on loopback."""
+"""Shared helpers for tests that start real processes on loopback, and the rule that keeps
+those tests apart from the unit tests.
+
+``make test`` runs the unit tests in parallel (pytest-xdist) and then, serially, the tests
+marked ``integration``: those start real processes (gateway, shop, Locust, nginx, docker,
+node) whose timing a parallel neighbour would disturb. A test that is not marked so and
+still starts one fails, saying to mark it (``_servers_need_the_marker`` below), so the split
+cannot silently go wrong when a test is added.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import httpx
@@ -214,3 +222,120 @@ def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = sorted((results / "short").iterdir())
     assert len(runs) == 1
     return runs[0]
+
+
+# ----------------------------------------------------------------- the integration marker
+
+SHARED_RUNS = frozenset({"short_run"})
+"""Fixtures holding one real run for several tests: only integration tests may read them
+(the run would otherwise be made in the parallel half, or not at all in `make check`)."""
+
+SERVING = (
+    "-m harness run ",
+    "-m harness pg ",
+    "-m harness proxy ",
+    "-m harness.pg ",
+    "-m harness.gateway ",
+    "-m harness.proxy ",
+    "-m targets.shop ",
+    "-m locust ",
+)
+"""Commands that start a server even when the test stops it within its own body."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A parallel worker's ``tmp_path`` as long as a serial run's, give or take two characters.
+
+    pytest-xdist gives worker gwN ``<basetemp>/popen-gwN``: ten characters more, enough to
+    fold a long path in a table cell or line of the CLI's 140 columns, which a few tests
+    read (test_index, test_cli_init). ``<basetemp>/N`` instead.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base = config.option.basetemp
+    if worker and base and Path(base).name == f"popen-{worker}":
+        config.option.basetemp = str(Path(base).parent / worker.removeprefix("gw"))
+
+
+SPAWNS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.spawn", "os.fork", "os.system"})
+"""Audit events of a new process (asyncio's subprocesses are ``subprocess.Popen`` too)."""
+
+_started: list[str] = []
+"""The commands the current test (its fixtures included) started with ``subprocess``."""
+_before: list[set[int]] = []
+"""This process's children when the current test first started one (scanned only then)."""
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event not in SPAWNS:
+        return
+    if not _before:
+        _before.append(set(_children()))
+    if event == "subprocess.Popen":
+        argv = args[1]
+        words = [os.fsdecode(a) for a in argv] if isinstance(argv, list | tuple) else [str(argv)]
+        _started.append(" ".join(words))
+
+
+sys.addaudithook(_audit)
+
+
+def _children() -> dict[int, str]:
+    """This process's live children (zombies not counted): pid -> command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+            if int(ppid) == os.getpid() and state != "Z":
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found[int(entry.name)] = cmd.strip()
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+_UNMARKED = pytest.StashKey[str]()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that reads a shared run must be an integration test: one that is not fails
+    before its fixtures make the run (a collection error would not read well under xdist)."""
+    for item in items:
+        shared = sorted(SHARED_RUNS & set(item.fixturenames))
+        if shared and item.get_closest_marker("integration") is None:
+            item.stash[_UNMARKED] = (
+                f"{item.nodeid} uses {', '.join(shared)}, a real run, but is not marked "
+                "integration: mark it `pytest.mark.integration`"
+            )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test starts with nothing started, before its fixtures start anything."""
+    if _UNMARKED in item.stash:
+        pytest.fail(item.stash[_UNMARKED], pytrace=False)
+    _started.clear()
+    _before.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A unit test (not marked integration) may run commands that exit, never a server: it
+    fails if it or its fixtures started one (``SERVING``) or left a process running past its
+    body (one a fixture stops afterwards, say)."""
+    result = yield
+    if _before and item.get_closest_marker("integration") is None:
+        servers = [cmd for cmd in _started if any(f" {s}" in f" {cmd} " for s in SERVING)]
+        servers += [cmd for pid, cmd in _children().items() if pid not in _before[0]]
+        if servers:
+            pytest.fail(
+                f"{item.nodeid} starts a server or leaves a process running, so it is an "
+                "integration test: mark it `pytest.mark.integration` (run serially, apart "
+                "from the parallel unit tests). Started: " + "; ".join(dict.fromkeys(servers)),
+                pytrace=False,
+            )
+    return result

@@ -9,9 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from harness.analysis.model import read_report
 from harness.results.model import load
+
+pytestmark = pytest.mark.integration
 
 
 def _arrivals_in(arrivals: np.ndarray, start: float, end: float) -> int:

@@ -30,6 +30,8 @@ from targets.shop.pg_client import PgClient, PgServerError, PgTimeout
 from tests.conftest import PgServer
 from tests.gateway.test_integration_pg import PgProcess, scenario_file
 
+pytestmark = pytest.mark.integration
+
 Factory = Callable[[str], PgServer]
 READ = Call("/v1/catalogue/products/7")
 PAY = Call(APPROVE_PATH)

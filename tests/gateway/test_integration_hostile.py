@@ -26,6 +26,8 @@ import pytest
 
 from tests.conftest import ROOT, pg_scenario
 
+pytestmark = pytest.mark.integration
+
 Limits = Callable[[], None]
 
 

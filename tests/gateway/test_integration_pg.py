@@ -43,6 +43,8 @@ from targets.shop.resilience import (
 )
 from tests.conftest import ROOT, PgServer, harness_cmd, pg_scenario
 
+pytestmark = pytest.mark.integration
+
 Factory = Callable[[str], PgServer]
 
 

@@ -24,6 +24,8 @@ import pytest
 
 from harness.load.wire import BadResponse, Endpoint, NoAnswer
 
+pytestmark = pytest.mark.integration
+
 SERVER = Path(__file__).with_name("scripted_server.py")
 
 

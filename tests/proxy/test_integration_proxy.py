@@ -24,6 +24,8 @@ from harness.proxy.server import Proxy
 from tests.conftest import ROOT, PgServer, harness_cmd
 from tests.proxy.streams import client, echo_server, round_trip, run
 
+pytestmark = pytest.mark.integration
+
 
 def test_real_gateway_over_http_through_the_proxy(pg_factory: Callable[[str], PgServer]) -> None:
     """The real gateway process as the dependency, called with keep-alive HTTP (httpx)."""

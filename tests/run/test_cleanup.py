@@ -43,7 +43,9 @@ def crashed_run(
     root: Path, orchestrator: dict[str, Any] | None, status: str = "running", **extra: Any
 ) -> Path:
     """A run folder as a killed orchestrator leaves it: manifest running, live CSVs, debris."""
-    run_dir = root / "short" / "20260101T000000Z-abcdef"
+    # A run id of its own: `clean` stops every process on the machine carrying it, and
+    # tests run side by side (pytest-xdist, or another checkout).
+    run_dir = root / "short" / f"20260101T000000Z-{os.urandom(3).hex()}"
     bdir = run_dir / "before"
     bdir.mkdir(parents=True)
     (bdir / "samples.csv").write_text(SAMPLES + "products,30,130.0,13")  # cut mid-row

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The tests in two halves (`make test`: both; `make check`: the first):
+#   unit         every test not marked integration, in parallel (pytest-xdist, JOBS workers,
+#                default auto: one per core); CPU-bound, so they share the machine well
+#   integration  the tests marked integration, one at a time, with the 15 slowest listed:
+#                they start real processes on loopback and measure time, which a parallel
+#                neighbour would disturb
+# Usage: pytest-halves.sh all|unit [pytest arguments for both halves...]
+# `all` runs the integration half even when the unit half failed (every failure is seen),
+# not when it was interrupted (Ctrl-C: pytest's exit 2).
+# Exit: the first half's code that is neither 0 nor 5 (pytest's "no tests collected"); 5
+# only when no half ran a test, so an empty run never passes; else 0.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTEST=${PYTEST:-.venv/bin/pytest}
+JOBS=${JOBS:-auto}
+what=${1:-all}
+shift || true
+case $what in
+  all | unit) ;;
+  *) echo "pytest-halves.sh: all or unit, not '$what'" >&2; exit 2 ;;
+esac
+
+trap 'exit 130' INT TERM
+codes=()
+"$PYTEST" -q -p xdist -n "$JOBS" -m 'not integration' "$@"
+codes+=($?)
+if [ "$what" = all ] && [ "${codes[0]}" != 2 ]; then
+  "$PYTEST" -q --durations=15 -m integration "$@"
+  codes+=($?)
+fi
+
+status=5
+for code in "${codes[@]}"; do
+  if [ "$code" != 0 ] && [ "$code" != 5 ]; then
+    status=$code
+    break
+  elif [ "$code" = 0 ]; then
+    status=0
+  fi
+done
+if [ "$status" = 5 ]; then
+  echo "pytest-halves.sh: no test ran in any half (${codes[*]}): that is a failure" >&2
+fi
+exit "$status"
