@@ -29,7 +29,12 @@ from harness.scenario.loader import load_scenario
 def render_report(run_dir: Path) -> None:
     """Write a run's report; print its headline table, warnings and notes, and the files."""
     from harness.report.make import make_report
-    from harness.report.tables import headline_notes, report_warnings, terminal_table
+    from harness.report.tables import (
+        headline_notes,
+        not_measured_lines,
+        report_warnings,
+        terminal_table,
+    )
 
     report = make_report(run_dir)
     if report["builds"]:
@@ -38,6 +43,8 @@ def render_report(run_dir: Path) -> None:
             console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"))
         for note in headline_notes(report):
             console.print(Text(f"note: {note}"))
+        for line in not_measured_lines(report):  # why a cell reads "-"
+            console.print(Text.assemble(("not measured", "dim"), f": {line}"))
     files = ["report.json", "report.md"]
     files += ["report.html", "charts/"] if (run_dir / "report.html").exists() else []
     console.print(

@@ -295,6 +295,22 @@ def _replica_section(report: Report) -> list[str]:
     return ["## Per replica", ""] + _table(header, rows)
 
 
+def not_measured_lines(report: Report) -> list[str]:
+    """Why the terminal table shows ``-``, one short line per build and reason: the series
+    the service never exposed (``series seen`` cut to a count; report.md has the list)."""
+    lines: list[str] = []
+    for name, build in report["builds"].items():
+        by_reason: dict[str, list[str]] = {}
+        for figure, reason in build.get("not_measured", {}).items():
+            by_reason.setdefault(reason, []).append(figure)
+        for reason, figures in by_reason.items():
+            why, seen, listed = reason.partition("; series seen: ")
+            if seen:
+                why += f" ({len(listed.split(', '))} series seen: report.md lists them)"
+            lines.append(f"{name}: {', '.join(figures)}: {why}")
+    return lines
+
+
 def _not_measured_section(report: Report) -> list[str]:
     """Why figures read ``-``: the series they come from never appeared (one line per reason)."""
     lines: list[str] = []

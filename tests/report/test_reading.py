@@ -145,3 +145,21 @@ def test_a_run_without_samples_lists_the_files_it_wrote(tmp_path: Path) -> None:
     out = _invoke("report", str(run_dir))
     assert "(report.json, report.md)" in out
     assert not (run_dir / "report.html").exists()
+
+
+# ---------------------------------------------------------------- 3: why a cell reads "-"
+
+
+def test_the_terminal_says_why_a_figure_was_not_measured(tmp_path: Path) -> None:
+    """The retry-only build exposes no breaker series: the terminal names the figures, the
+    series it looked for and how many it saw (report.md lists them), not only report.md."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(RUN, run_dir)
+    out = " ".join(_invoke("report", str(run_dir)).split())
+    assert (
+        "not measured: before: breaker.blocked_total, breaker.blocked_fault, "
+        "breaker.blocked_per_s_fault: blocked_calls: no series "
+        "resilience4j_circuitbreaker_not_permitted_calls_total" in out
+    )
+    assert "(8 series seen: report.md lists them)" in out
+    assert "not measured: after" not in out  # the breaker build measured every figure
