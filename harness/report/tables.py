@@ -299,28 +299,31 @@ def not_measured_lines(report: Report) -> list[str]:
     """Why the terminal table shows ``-``, one short line per build and reason: the series
     the service never exposed (``series seen`` cut to a count; report.md has the list)."""
     lines: list[str] = []
+    for name, reason, figures in _not_measured(report):
+        why, seen, listed = reason.partition("; series seen: ")
+        if seen:
+            why += f" ({len(listed.split(', '))} series seen: report.md lists them)"
+        lines.append(f"{name}: {', '.join(figures)}: {why}")
+    return lines
+
+
+def _not_measured(report: Report) -> list[tuple[str, str, list[str]]]:
+    """(build, reason, the figures it left unmeasured), builds in order."""
+    out: list[tuple[str, str, list[str]]] = []
     for name, build in report["builds"].items():
         by_reason: dict[str, list[str]] = {}
         for figure, reason in build.get("not_measured", {}).items():
             by_reason.setdefault(reason, []).append(figure)
-        for reason, figures in by_reason.items():
-            why, seen, listed = reason.partition("; series seen: ")
-            if seen:
-                why += f" ({len(listed.split(', '))} series seen: report.md lists them)"
-            lines.append(f"{name}: {', '.join(figures)}: {why}")
-    return lines
+        out += [(name, reason, figures) for reason, figures in by_reason.items()]
+    return out
 
 
 def _not_measured_section(report: Report) -> list[str]:
     """Why figures read ``-``: the series they come from never appeared (one line per reason)."""
-    lines: list[str] = []
-    for name, build in report["builds"].items():
-        by_reason: dict[str, list[str]] = {}
-        for figure, reason in build.get("not_measured", {}).items():
-            by_reason.setdefault(reason, []).append(figure)
-        for reason, figures in by_reason.items():
-            listed = ", ".join(f"`{f}`" for f in figures)
-            lines.append(f"- **{name}**: {listed}: {reason}")
+    lines = [
+        f"- **{name}**: {', '.join(f'`{f}`' for f in figures)}: {reason}"
+        for name, reason, figures in _not_measured(report)
+    ]
     return ["## Not measured", "", *lines, ""] if lines else []
 
 
