@@ -27,6 +27,7 @@ from harness.report.tables import (
     WINDOWS_NOTE,
     headline_notes,
     headline_rows,
+    not_measured_lines,
     repeat_note,
     report_warnings,
     table_header,
@@ -161,9 +162,12 @@ def _headline(report: Report) -> str:
         notes = [
             f"<p>Note: {esc(n)}</p>" for n in [*repeat_note(report)[:1], *headline_notes(report)]
         ]
+        unmeasured = [
+            f'<p class="note">Not measured: {esc(n)}</p>' for n in not_measured_lines(report)
+        ]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return f'<p class="note">No headline table: the report lacks {esc(exc)}.</p>'
-    return "\n".join([table, *warnings, *notes])
+    return "\n".join([table, *warnings, *notes, *unmeasured])
 
 
 def claims_table(claims: Sequence[SeedClaim]) -> str:

@@ -163,3 +163,5 @@ def test_the_terminal_says_why_a_figure_was_not_measured(tmp_path: Path) -> None
     )
     assert "(8 series seen: report.md lists them)" in out
     assert "not measured: after" not in out  # the breaker build measured every figure
+    html = (run_dir / "report.html").read_text()
+    assert '<p class="note">Not measured: before: breaker.blocked_total' in html
