@@ -2,11 +2,12 @@
 #   make demo   creates .venv, installs harness, runs scenarios/quickstart.yaml
 #   make test   installs what the tests use (Debian packages as root, npm packages, .venv with
 #               the dev tools), runs ruff, mypy, the import contracts and the tests: the unit
-#               tests in parallel, then the integration tests one at a time
+#               tests in parallel, then the integration tests two at a time (a file each)
 # and for the edit loop:
 #   make check  ruff, mypy, the import contracts and the unit tests in parallel (no
 #               integration test, nothing installed but .venv; 1-2 minutes on 2 cores)
-# JOBS=N sets the parallel workers of the unit tests (default auto: one per core). The
+# JOBS=N sets the parallel workers of the unit tests (default auto: one per core), and
+# INTEGRATION_JOBS=N those of the integration tests (default 2; 0: one at a time). The
 # split and its rule: .ci/pytest-halves.sh, tests/conftest.py, docs/testing.md.
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -56,9 +57,10 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/lint-imports
 
 JOBS ?= auto
+INTEGRATION_JOBS ?= 2
 
 test: lint system-deps node-deps spring-jar
-	PYTEST=$(BIN)/pytest JOBS=$(JOBS) bash .ci/pytest-halves.sh all
+	PYTEST=$(BIN)/pytest JOBS=$(JOBS) INTEGRATION_JOBS=$(INTEGRATION_JOBS) bash .ci/pytest-halves.sh all
 
 check: lint
 	PYTEST=$(BIN)/pytest JOBS=$(JOBS) bash .ci/pytest-halves.sh unit

@@ -1,4 +1,4 @@
-"""The split of ``make test``: unit tests in parallel, integration tests one at a time.
+"""The split of ``make test``: unit tests in parallel, integration tests two files at a time.
 
 ``.ci/pytest-halves.sh`` runs the halves; here with a stand-in ``pytest`` that records its
 arguments and exits as told, to check the exit status CI relies on. The rule that keeps a
@@ -20,7 +20,9 @@ from tests.conftest import ROOT
 HALVES = ROOT / ".ci" / "pytest-halves.sh"
 
 
-def _halves(tmp_path: Path, what: str, *codes: int) -> tuple[int, list[str]]:
+def _halves(
+    tmp_path: Path, what: str, *codes: int, env: dict[str, str] | None = None
+) -> tuple[int, list[str]]:
     """Run the script with a pytest that exits with ``codes`` in turn; its exit and calls."""
     fake = tmp_path / "pytest"
     (tmp_path / "codes").write_text("".join(f"{c}\n" for c in codes))
@@ -32,7 +34,7 @@ def _halves(tmp_path: Path, what: str, *codes: int) -> tuple[int, list[str]]:
     fake.chmod(0o755)
     done = subprocess.run(
         ["bash", str(HALVES), what, "-x"],
-        env={"PATH": "/usr/bin:/bin", "PYTEST": str(fake), "JOBS": "3"},
+        env={"PATH": "/usr/bin:/bin", "PYTEST": str(fake), "JOBS": "3", **(env or {})},
         capture_output=True,
         text=True,
         timeout=30,
@@ -62,8 +64,15 @@ def test_both_halves_run_and_the_exit_is_the_first_failure(
     assert code == expected
     assert calls == [
         "-q -p xdist -n 3 -m not integration -x",
-        "-q --durations=15 -m integration -x",
+        "-q -p xdist -n 2 --dist loadfile --durations=15 -m integration -x",
     ]
+
+
+def test_the_integration_workers_are_a_setting(tmp_path: Path) -> None:
+    """Two by default (a test file per worker, so a module's shared run is made once);
+    ``INTEGRATION_JOBS=0``: one at a time in pytest's own process."""
+    _, calls = _halves(tmp_path, "all", 0, 0, env={"INTEGRATION_JOBS": "0"})
+    assert calls[1] == "-q -p xdist -n 0 --dist loadfile --durations=15 -m integration -x"
 
 
 def test_an_interrupted_unit_half_stops_there(tmp_path: Path) -> None:
