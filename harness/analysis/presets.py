@@ -32,8 +32,16 @@ from harness.core.errors import InputError
 from harness.core.selectors import Selector, parse_selector
 from harness.results.manifest import BuildRecord
 
-BREAKER_STATES = {"closed": 0, "open": 1, "half_open": 2, "disabled": 3, "forced_open": 4}
-"""Numeric codes of breaker states in the canonical ``breaker_state`` series."""
+BREAKER_STATES = {
+    "closed": 0,
+    "open": 1,
+    "half_open": 2,
+    "disabled": 3,
+    "forced_open": 4,
+    "metrics_only": 5,
+}
+"""Numeric codes of breaker states in the canonical ``breaker_state`` series: Resilience4j's
+six (``metrics_only``: every call permitted, its outcomes still recorded)."""
 
 
 @dataclass(frozen=True)

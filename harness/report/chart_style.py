@@ -39,6 +39,7 @@ STATE_STYLE: dict[int, tuple[str, str]] = {
     2: ("half-open", "#ffb000"),
     3: ("disabled", "#999999"),
     4: ("forced open", "#800000"),
+    5: ("metrics only", "#80b1d3"),
 }
 UNKNOWN_STATE = ("unknown", "#dddddd")
 

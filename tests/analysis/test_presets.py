@@ -28,6 +28,7 @@ from harness.analysis.series import (
     states_from_events,
 )
 from harness.core.selectors import Selector
+from harness.report.chart_style import state_style
 from harness.report.tables import markdown
 from harness.results.io import METRICS_COLUMNS
 from tests.analysis.frames import required
@@ -198,6 +199,24 @@ def test_spring_boot_preset_with_tomcat_threads_retry_and_two_breakers() -> None
     assert one["blocked_calls"] == [451.0] and one["pg_calls"] == [180.0]
     other = _series(metrics, resolve_preset("spring-boot", {}, "inventory"))
     assert other["breaker_state"] == [CLOSED] and other["blocked_calls"] == [0.0]
+
+
+@pytest.mark.parametrize(
+    "state", ["closed", "open", "half_open", "disabled", "forced_open", "metrics_only"]
+)
+def test_each_of_resilience4j_s_six_states_reads_as_its_own(state: str) -> None:
+    """The real capture's gauge with the 1 moved to ``state``: never "unknown" (-1)."""
+    text = (DATA / "spring_boot_actuator_prometheus.txt").read_text()
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("resilience4j_circuitbreaker_state{"):
+            value = "1.0" if f'state="{state}"' in line else "0.0"
+            line = line.rsplit(" ", 1)[0] + " " + value
+        lines.append(line)
+    metrics = pd.DataFrame(parse_text("\n".join(lines), 0.0, "target"), columns=METRICS_COLUMNS)
+    got = _series(metrics, PRESETS["spring-boot"])
+    assert got["breaker_state"] == [float(BREAKER_STATES[state])]
+    assert state_style(BREAKER_STATES[state])[0] != "unknown"  # the chart has a colour for it
 
 
 # ---------------------------------------------------------------- none, and no scrape
