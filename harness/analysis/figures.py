@@ -75,7 +75,7 @@ class BuildSeries:
         # run-wide figures (recovery, needless blocking) read only what was sent.
         self.by_endpoint = {name: samples[samples["endpoint"] == name] for name in scenario.traffic}
         self.samples = samples[samples["error"] != DROPPED] if len(samples) else samples
-        self.gateway_endpoints = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
+        self.gateway_endpoints = scenario.gateway_endpoints()
         target = target_series(metrics, build.info)
         self.missing = target.missing
         self.warnings = target.warnings

@@ -66,10 +66,14 @@ class _ProgressView:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
             self.last_print = time.monotonic()
 
-    def warning(self, name: str, text: str) -> None:
+    def stop_live(self) -> None:
+        """End the live line, so what is printed next stays on its own lines."""
         if self.live is not None:
             self.live.stop()
             self.live = None
+
+    def warning(self, name: str, text: str) -> None:
+        self.stop_live()
         err.print(
             f"[yellow]build {escape(name)}: warning[/yellow]: {escape(text)}",
             highlight=False,
@@ -77,9 +81,7 @@ class _ProgressView:
         )
 
     def finished(self, name: str, status: str) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
+        self.stop_live()
         console.print(f"[bold]build {escape(name)}[/bold]: {escape(status)}")
 
 
@@ -207,8 +209,7 @@ def run(
         code = EXIT_RUN
         unwritable = exc if isinstance(exc, WriteError) else None
     finally:
-        if view.live is not None:
-            view.live.stop()
+        view.stop_live()
     if experiment.manifest_problem is not None:
         err.print(
             f"manifest not updated: {experiment.manifest_problem}", highlight=False, markup=False

@@ -246,7 +246,7 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
     """Per build: payments offered, calls the breaker blocked, calls that reached the gateway."""
     fig, axes = new_figure(len(builds), 2.6)
     fig.suptitle("Payments offered, calls blocked by the breaker, calls that reached the gateway")
-    gateway_eps = [n for n, ep in scenario.traffic.items() if ep.calls_gateway]
+    gateway_eps = scenario.gateway_endpoints()
     top = 1.0
     for ax, b in zip(axes, builds, strict=False):
         styles = _gateway_styles(b.colour, "ledger" if len(b.pg_arrivals) else "counter")

@@ -354,7 +354,7 @@ class Experiment:
 
     def _check_results(self, key: str, bdir: Path, info: BuildRecord) -> None:
         """Say what the build's results show that most likely means a wrong setup."""
-        endpoints = [n for n, ep in self.scenario.traffic.items() if ep.calls_gateway]
+        endpoints = self.scenario.gateway_endpoints()
         calls = info.get("pg_calls")
         if calls is None:  # its ledger was not kept: nothing to say
             return

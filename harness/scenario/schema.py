@@ -299,6 +299,11 @@ class Scenario(StrictModel):
         """The endpoint's mean offered rate over ``[start_s, end_s)`` of the measured window."""
         return self.rate_profile(endpoint).mean(start_s, end_s)
 
+    def gateway_endpoints(self) -> list[str]:
+        """The endpoints marked ``calls-gateway``, in the scenario's order (what amplification,
+        the gateway-calls chart and the silent-gateway warning read)."""
+        return [name for name, ep in self.traffic.items() if ep.calls_gateway]
+
     def traffic_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Traffic checked against the time line: (YAML path, message) of each problem."""
         found: list[tuple[tuple[str | int, ...], str]] = []
