@@ -187,8 +187,7 @@ def _close(run_dir: Path, manifest: dict[str, Any], report: CleanReport) -> list
                 done += leftovers.remove_of_run(run_id)
             except RunError as exc:
                 report.leftover_problems.append(f"{leftovers.noun}: {run_dir}: {exc}")
-    if crashed:
-        stopped = stop_leftovers(str(manifest.get("run_id", run_dir.name)))
+        stopped = stop_leftovers(run_id)
         if stopped:
             done.append(f"stopped {len(stopped)} leftover process(es)")
     scenario = None
