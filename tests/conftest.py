@@ -48,7 +48,7 @@ def harness_cmd(*args: str) -> list[str]:
 class PgServer:
     """A real PG fault server process on a free loopback port."""
 
-    def __init__(self, scenario: Path, t0: float | None = None) -> None:
+    def __init__(self, scenario: Path, t0: float | None = None, ledger: Path | None = None) -> None:
         sock = socket.create_server(("127.0.0.1", 0), backlog=4096)
         sock.set_inheritable(True)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -63,6 +63,8 @@ class PgServer:
         ]
         if t0 is not None:
             argv += ["--t0", str(t0)]
+        if ledger is not None:
+            argv += ["--ledger", str(ledger)]
         self.proc = subprocess.Popen(argv, pass_fds=(sock.fileno(),), cwd=ROOT)
         sock.close()
         deadline = time.monotonic() + 30
@@ -112,6 +114,27 @@ builds:
 """
     )
     return path
+
+
+CAPACITY_SCENARIO = """\
+name: cap
+seed: 1
+duration: 1h
+traffic:
+  x: {{path: /x, rate: 1}}
+pg:
+{capacity}
+  phases:
+{phases}
+builds:
+  b: {{profile: retry-only}}
+"""
+
+
+def capacity_scenario(capacity: str, phases: str) -> str:
+    """A gateway-only scenario: ``capacity`` is line 7 (``  capacity: {...}``, or a comment),
+    ``phases`` the lines from 9 (``    - {name: ..., fault: ...}``)."""
+    return CAPACITY_SCENARIO.format(capacity=capacity, phases=phases)
 
 
 @pytest.fixture

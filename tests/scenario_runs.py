@@ -6,11 +6,15 @@ Shared by the tests that run whole scenarios (the seeds, seed 003's vendor laten
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from harness.gates.evaluate import evaluate
+from harness.scenario.gates import parse_gate
+from harness.scenario.loader import load_scenario
 from tests.conftest import ROOT, harness_cmd, leftover_processes
 
 
@@ -57,3 +61,33 @@ def assert_nothing_left(run_dir: Path) -> None:
     """No process of the run outlived it."""
     run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
     assert leftover_processes(run_id) == []
+
+
+def assert_mutants_fail(
+    scenario: Path,
+    report: dict[str, Any],
+    verdicts: dict[str, str],
+    build: str = "after",
+    instead: str = "before",
+) -> None:
+    """Each named gate passes on the run; read again with ``instead`` in place of ``build``
+    (the same build without its mechanism) it gets the verdict given: ``fail``, or ``error``
+    for a figure the other build does not measure. So the gates are known to be able to fail."""
+    gates = {g.name: g.expr for g in load_scenario(scenario).scenario.gate_specs()}
+    for name, expected in verdicts.items():
+        expr = gates[name]
+        assert evaluate(parse_gate(expr), report).verdict == "pass", name
+        mutant = re.sub(rf"\b{re.escape(build)}\.", f"{instead}.", expr)
+        assert mutant != expr and f"{build}." not in mutant
+        result = evaluate(parse_gate(mutant), report)
+        assert result.verdict == expected, (name, result)
+
+
+def assert_gates_fail(run_dir: Path, gates: list[str], junit: Path) -> None:
+    """``harness gate RUN_DIR -g GATE ...`` (the scenario's own gates left out): each gate must
+    fail on a measured figure (a JUnit ``failure``, not an ``error``), so exit 1."""
+    args = [arg for gate in gates for arg in ("-g", gate)]
+    gated = run_harness(["gate", str(run_dir), "--no-scenario-gates", "--junit", str(junit), *args])
+    assert gated.returncode == 1, gated.stdout[-4000:]
+    failed = junit_verdicts(junit)
+    assert len(failed) == len(gates) and set(failed.values()) == {"failure"}, failed

@@ -132,3 +132,29 @@ def test_schema_output_writes_a_file(tmp_path: Path) -> None:
         jsonschema.validate(yaml.safe_load(shipped.read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"name": "x", "duration": "30 parsecs"}, schema)
+
+
+def test_a_spring_boot_jar_starter_has_jar_builds_that_differ_only_by_properties(
+    tmp_path: Path,
+) -> None:
+    jar = tmp_path / "target" / "app.jar"
+    jar.parent.mkdir()
+    jar.write_bytes(b"PK")
+    path = tmp_path / "scenarios" / "checkout.yaml"
+    code, output = init(path, "--preset", "spring-boot", "--jar", jar)
+    assert code == EXIT_OK, output
+    validated = runner.invoke(app, ["validate", str(path)])  # the jar found from the file
+    assert validated.exit_code == EXIT_OK, validated.output
+    data = yaml.safe_load(path.read_text())
+    before, after = data["builds"]["before"], data["builds"]["after"]
+    assert before["jar"] == after["jar"] == "../target/app.jar"
+    assert before["properties"]["pg.base-url"] == "{pg_url}"
+    assert {k: v for k, v in after.items() if k != "properties"} == {
+        k: v for k, v in before.items() if k != "properties"
+    }
+    assert after["properties"].items() >= before["properties"].items()  # <<: *common
+    jsonschema.validate(data, json.loads((path.parent / SCHEMA_FILE).read_text()))
+    other = init(tmp_path / "o.yaml", "--preset", "opossum", "--jar", jar)
+    assert other[0] == EXIT_INPUT and "--preset spring-boot" in other[1]
+    two = init(tmp_path / "o.yaml", "--jar", jar, "--command", "java -jar x.jar")
+    assert two[0] == EXIT_INPUT and "not --command and --jar" in two[1]

@@ -283,7 +283,7 @@ def main() -> None:
     for breaker, timeout, name in (
         (False, 4.0, "before"),
         (True, 4.0, "after"),
-        (True, 9.0, "after-long-timeout"),
+        (True, 9.0, "after at 9 s (dropped: one read timeout for both)"),
     ):
         setting = Setting(timeout, breaker=breaker, cap=370, db_pool=8, db_op=0.06)
         print(f"  {name} (the scenario's: 8 x 60 ms, {timeout:g} s): {_shown(simulate(setting))}")

@@ -15,6 +15,8 @@ import numpy as np
 
 from harness.analysis.model import BuildFigures, Change, Flat, WindowFigures
 
+RETRY_KEYS = ("attempts", "retried_pct", "admitted_rps", "retried_rps")
+"""An endpoint's figures of its client's retries: only when it has ``retry:``."""
 SECTIONS = ("workers", "breaker", "pg", "timeline", "ledger", "resources")
 """Sections whose numeric keys are flattened (``bool`` and nested values are not)."""
 
@@ -31,10 +33,14 @@ def _flat_window(figures: BuildFigures | WindowFigures, suffix: str, flat: Flat)
         for q in ("p50", "p95", "p99", "max"):
             flat[f"{ep}.latency_s.{q}{suffix}"] = stats["latency_s"][q]
         flat[f"{ep}.success_pct{suffix}"] = stats["success_pct"]
-        for kept in ("kept_pct", "cached_pct", "dropped"):  # absent in older reports
-            if kept in stats:
-                flat[f"{ep}.{kept}{suffix}"] = stats[kept]
+        given: Mapping[str, object] = stats  # keys absent in older reports, and without retry
+        for kept in ("kept_pct", "cached_pct", "dropped", *RETRY_KEYS):
+            value = given.get(kept)
+            if kept in given and (value is None or isinstance(value, int | float)):
+                flat[f"{ep}.{kept}{suffix}"] = value
         flat[f"{ep}.achieved_rps{suffix}"] = stats["achieved_rps"]
+        if "attempts" in stats:  # a client that retries: its offered load beside the rest
+            flat[f"{ep}.offered_rps{suffix}"] = stats["offered_rps"]
     # Read as a plain mapping: a report from an older harness may lack a section.
     sections: Mapping[str, object] = figures
     for section in SECTIONS:
@@ -131,6 +137,9 @@ def combine_repetitions(reps: list[BuildFigures], seed: int = 0) -> BuildFigures
     warnings = list(dict.fromkeys(w for r in reps for w in r.get("warnings", [])))
     if warnings:  # any repetition's, each once
         combined["warnings"] = warnings
+    aborted = next((r["abort"] for r in reps if "abort" in r), None)
+    if aborted is not None:  # a gate with abort: true stopped one of them
+        combined["abort"] = aborted
     combined["repetitions"] = len(reps)
     combined["ci95"] = ci
     return combined

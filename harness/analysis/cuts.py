@@ -22,6 +22,7 @@ import pandas as pd
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.endpoints import gauge_summary
 from harness.analysis.series import BREAKER_STATES, counter_delta
+from harness.analysis.validity import gap_blind, overlaps
 from harness.core.catalogue import FIGURES, SERIES, SERIES_BY_NAME, Figure
 
 Where = Literal["build", "phase", "replica", "replica_phase"]
@@ -40,6 +41,9 @@ class Reader:
     """The breaker's state codes: one series per breaker (per replica)."""
     count: Callable[[str, float, float], float | None]
     """How much a counter grew over [start, end] (a replicated build's: its replicas' sum)."""
+    gaps: tuple[tuple[float, float], ...] = ()
+    """Scrape gaps (``analysis.validity``): a figure read from the readings over a window
+    one falls in is None (not measured), not a figure of the scrapes around the hole."""
 
     def get(self, name: str) -> pd.Series:
         return self.series.get(name, EMPTY)
@@ -55,10 +59,15 @@ class Windows:
     fault_start: float | None
 
 
-def replica_reader(series: Mapping[str, pd.Series]) -> Reader:
+def replica_reader(
+    series: Mapping[str, pd.Series], gaps: tuple[tuple[float, float], ...] = ()
+) -> Reader:
     """One replica's series: its own breaker, counts rounded to whole ones as reported."""
     return Reader(
-        series, [series.get("breaker_state", EMPTY)], lambda n, a, b: count(series, n, a, b)
+        series,
+        [series.get("breaker_state", EMPTY)],
+        lambda n, a, b: count(series, n, a, b),
+        gaps,
     )
 
 
@@ -101,7 +110,9 @@ def cut(reader: Reader, where: Where, windows: Windows) -> Tree:
         window = windows.fault if figure.window == "fault" else windows.whole
         if where in ("phase", "replica_phase"):
             window = windows.whole
-        put(tree, _key(figure, where), value(figure, reader, window, windows.fault_start))
+        blind = gap_blind(figure) and overlaps(list(reader.gaps), *window) is not None
+        found = None if blind else value(figure, reader, window, windows.fault_start)
+        put(tree, _key(figure, where), found)
     return tree
 
 

@@ -2,7 +2,11 @@
 
 Latency is end minus *intended* start, so a request the generator had to send
 late still counts its wait. Only requests intended inside the measured window
-(after warmup) count.
+(after warmup) count. A request a client retried (``traffic.<ep>.retry``) is
+one request here (``results.attempts.requests_of``): from its first attempt's
+intended start to its final attempt's end, with the final attempt's outcome;
+``attempts``, ``retried_pct``, ``admitted_rps`` and ``retried_rps`` count its
+attempts.
 
 A request the generator dropped (``max-in-flight``: the endpoint's cap of open
 requests was full when it was due) was never sent: it counts in ``dropped``
@@ -22,6 +26,7 @@ import pandas as pd
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.model import EndpointFigures, EndpointInfo, Percentiles
 from harness.load.plan import DROPPED
+from harness.results.attempts import ATTEMPTS
 from harness.scenario.schema import Scenario
 
 EPS_S = 1e-5
@@ -40,9 +45,10 @@ def measured(samples: pd.DataFrame, t0: float, duration_s: float) -> pd.DataFram
 
 
 def endpoint_stats(
-    samples: pd.DataFrame, start: float, end: float, offered_rps: float
+    samples: pd.DataFrame, start: float, end: float, offered_rps: float, retrying: bool = False
 ) -> EndpointFigures:
-    """Requests, rates, success and latency percentiles of samples intended in [start, end)."""
+    """Requests, rates, success and latency percentiles of samples intended in [start, end);
+    with ``retrying`` (the endpoint has ``retry:``) its attempts too (``retry_stats``)."""
     window = measured(samples, start, end - start)
     not_sent = window["error"] == DROPPED
     dropped = int(not_sent.sum())
@@ -57,10 +63,11 @@ def endpoint_stats(
     failed = window.loc[~ok]
     errors = failed["outcome"].where(failed["outcome"] != "", failed["error"])
     lateness = window["actual_start"] - window["intended_start"]
-    return {
+    span = max(end - start, 1e-9)
+    figures: EndpointFigures = {
         "requests": n,
         "offered_rps": offered_rps,
-        "achieved_rps": _round(n / max(end - start, 1e-9)),
+        "achieved_rps": _round(n / span),
         "success_pct": _round(100.0 * ok.mean() if n else None, 2),
         "kept_pct": _round(100.0 * answered.mean() if n else None, 2),
         "cached_pct": _round(100.0 * cached.mean() if n else None, 2),
@@ -71,6 +78,28 @@ def endpoint_stats(
         "unfinished": int(window["end"].isna().sum()),
         "dropped": dropped,
     }
+    if retrying:
+        per, pct, admitted, again = retry_stats(window, span)
+        figures["attempts"], figures["retried_pct"] = per, pct
+        figures["admitted_rps"], figures["retried_rps"] = admitted, again
+    return figures
+
+
+def retry_stats(
+    requests: pd.DataFrame, span_s: float
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """A retrying endpoint's attempts per request (mean), % of requests retried, and attempts
+    and retries sent per second, of the requests (``requests_of``) intended in the window."""
+    n = len(requests)
+    attempts = requests[ATTEMPTS] if ATTEMPTS in requests.columns else None
+    sent = float(attempts.sum()) if attempts is not None else float(n)
+    again = float((attempts > 1).sum()) if attempts is not None else 0.0
+    return (
+        _round(sent / n if n else None, 3),
+        _round(100.0 * again / n if n else None, 2),
+        _round(sent / span_s),
+        _round((sent - n) / span_s),
+    )
 
 
 def _percentiles(values: pd.Series) -> Percentiles:
@@ -111,4 +140,6 @@ def endpoint_info(scenario: Scenario, name: str) -> EndpointInfo:
     }
     if ep.stages is not None or ep.arrivals != "uniform":
         info["shape"] = ep.shape()
+    if ep.retry is not None:
+        info["retry"] = ep.retry.describe()
     return info

@@ -1,12 +1,11 @@
 """Figures of a run, computed from raw samples and raw scrapes (never from averaged stats).
 
-Per-endpoint figures are in ``analysis.endpoints``, the ledger's in
-``analysis.ledger``. Gauges are summarised over the fault window.
+Per-endpoint figures are in ``analysis.endpoints``, the ledger's in ``analysis.ledger``,
+the recovered/stuck verdict in ``analysis.recovery``. Gauges cover the fault window.
 
-Counts over a window come from the most exact record there is. Calls the
-gateway received are counted from its ledger (``pg.parquet``: every call with
-its arrival time), arrivals in [start, end); only a run without a ledger falls
-back to the gateway's scraped counter, and ``pg.source`` says which it was.
+Counts over a window come from the most exact record there is. Calls the gateway
+received are counted from its ledger (``pg.parquet``: every call with its arrival time),
+arrivals in [start, end); only without a ledger from its scraped counter (``pg.source``).
 Counters only the target exposes (blocked calls, retries, its own PG calls)
 follow ``series.counter_delta``: read at each edge of the window, linear
 between the scrapes around it. A build's totals cover the measured window
@@ -21,6 +20,8 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from harness.analysis import validity
+from harness.analysis.aborted import cut_aborted, measured_until
 from harness.analysis.combine import combine_repetitions, compare
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.cuts import (
@@ -48,16 +49,19 @@ from harness.analysis.model import (
     ReplicaPg,
     ReplicaWindow,
     Report,
-    ResourceFigures,
     Timeline,
     WindowBreaker,
     WindowFigures,
     WindowWorkers,
     WorkerFigures,
 )
+from harness.analysis.offered import load_per_s
+from harness.analysis.recovery import add_verdict
 from harness.analysis.replicas import target_series
+from harness.analysis.resources import resource_figures
 from harness.analysis.series import PG_RECEIVED, counter, counter_delta, select
 from harness.core.catalogue import ENDPOINT, FIGURES, GATED
+from harness.core.errors import InputError
 from harness.core.selectors import CONTAINER_SOURCE, RESOURCE_SERIES, Selector
 from harness.load.plan import DROPPED
 from harness.results.model import BuildResult, RunResult
@@ -70,7 +74,8 @@ class BuildSeries:
     def __init__(self, scenario: Scenario, build: BuildResult) -> None:
         self.scenario = scenario
         self.t0 = build.t0
-        samples, metrics = build.samples, build.metrics
+        # One row per request (a retried one's attempts in one: results.attempts).
+        samples, metrics = build.requests, build.metrics
         # Per endpoint with the dropped arrivals (endpoint_stats counts them apart); the
         # run-wide figures (recovery, needless blocking) read only what was sent.
         self.by_endpoint = {name: samples[samples["endpoint"] == name] for name in scenario.traffic}
@@ -93,8 +98,12 @@ class BuildSeries:
             else pd.Series(dtype=float)
             for name, series in RESOURCE_SERIES.items()
         }
-        """What the build's container cost (``cpu_pct``, ``memory_bytes``), from the Docker
-        Engine's stats; empty for a build that ran in no container."""
+        """What the build's container cost (Docker Engine's stats); empty outside one."""
+        measured = (self.t0, self.t0 + measured_until(scenario, build.info))
+        self.gaps, self.longest_gap = validity.scrape_gaps(
+            metrics, measured, scenario.metrics.interval
+        )
+        """Scrape gaps of the target in the measured window (``analysis.validity``)."""
         self.arrivals = np.sort(build.ledger["arrival"].to_numpy(dtype=float))
         self.pg_source: PgSource | None = (
             "ledger" if len(self.arrivals) else "metrics" if not self.received.empty else None
@@ -120,7 +129,7 @@ class BuildSeries:
 
     def reader(self) -> Reader:
         """The build's series as ``analysis.cuts`` reads them (the catalogue's figures)."""
-        return Reader(self.series, self.states(), self.counted)
+        return Reader(self.series, self.states(), self.counted, tuple(self.gaps))
 
     def gateway_calls(self, start: float, end: float) -> float | None:
         """Calls the gateway received in [start, end): ledger arrivals, else its counter."""
@@ -139,6 +148,7 @@ class BuildSeries:
                 start,
                 end,
                 _round(self.scenario.offered_rps(name, start_s, end_s)) or 0.0,
+                self.scenario.traffic[name].retry is not None,
             )
             for name in self.scenario.traffic
         }
@@ -162,10 +172,9 @@ class BuildSeries:
         return window
 
     def timeline(self, time_to_open_s: float | None) -> tuple[Timeline, dict[str, float]]:
-        """How fast the breaker reacted (``time_to_open_s``, from the catalogue's cut), how
-        fast service came back, and needless blocking; and the recoveries that did not come
-        inside the window: report key -> the seconds watched after the fault (a bound: the
-        recovery, if it came, took longer; the report reads ``> N s``)."""
+        """How fast the breaker reacted (``time_to_open_s``), how fast service came back, and
+        needless blocking; and recoveries not come inside the window: report key -> the s
+        watched after the fault (a bound; the report reads ``> N s``)."""
         fault = self.scenario.fault_window()
         if fault is None:
             return {
@@ -186,8 +195,21 @@ class BuildSeries:
             "time_to_recover_s": _reached(recover),
             "blocked_pct_healthy": self._blocked_pct_healthy(),
             "endpoints_recover_s": {name: _reached(v) for name, v in endpoints.items()},
+            "protected_p99_s": self._protected_p99(fs, fe),
         }
         return timeline, unreached
+
+    def _protected_p99(self, fault_start: float, fault_end: float) -> float | None:
+        """p99 latency of the endpoints that do not call the gateway over the fault window,
+        read as each endpoint's own p99 is (requests sent and ended; ``endpoint_stats``)."""
+        names = [n for n in self.scenario.traffic if n not in self.gateway_endpoints]
+        s = self.samples[self.samples["endpoint"].isin(names)]
+        start = s["intended_start"]
+        s = s[(start >= fault_start) & (start < fault_end) & (s["error"] != DROPPED)]
+        latency = (s["end"] - s["intended_start"]).dropna()
+        if latency.empty:
+            return None
+        return _round(float(np.quantile(latency.to_numpy(dtype=float), 0.99)))
 
     def _gateway_samples(self) -> pd.DataFrame:
         names = self.gateway_endpoints or list(self.scenario.traffic)
@@ -248,17 +270,12 @@ _RECOVERY = GATED[f"{ENDPOINT}.time_to_recover"].key
 
 
 def _reached(seconds: float | None) -> float | None:
-    """A recovery's seconds as reported: ``inf`` (it never came) is None; ``not_reached``
-    holds its bound."""
+    """A recovery's seconds as reported: ``inf`` (never came: the bound in not_reached) is None."""
     return None if seconds == math.inf else seconds
 
 
 def _first_good_span(
-    samples: pd.DataFrame,
-    good: pd.Series,
-    since: float,
-    threshold: float = 0.95,
-    span_s: int = 5,
+    samples: pd.DataFrame, good: pd.Series, since: float, threshold: float = 0.95, span_s: int = 5
 ) -> float | None:
     """The first whole second after ``since`` from which ``good`` holds for >= ``threshold``
     of the samples intended over the next ``span_s`` seconds; ``inf`` if none does (not
@@ -287,6 +304,8 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     windows = _windows(data)
     cuts = cut(data.reader(), "build", windows)
     timeline, unreached = data.timeline(cuts["timeline"]["time_to_open_s"])
+    until = measured_until(scenario, build.info)
+    unmeasured = add_verdict(scenario, build.samples, data.t0, timeline, unreached, until)
     pg = {
         "source": data.pg_source,
         "calls": whole["pg"]["calls"],
@@ -308,7 +327,9 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
         "ledger": ledger_figures(build.ledger, build.payments),
     }
-    resources = resource_figures(data, (data.t0, end), windows.fault)
+    if any(ep.retry is not None for ep in scenario.traffic.values()):
+        figures["load"] = load_per_s(build.samples, data.t0, duration)
+    resources = resource_figures(data.resources, (data.t0, end), windows.fault)
     if resources is not None:  # a docker build: what its container cost
         figures["resources"] = resources
     if "series" in cuts:  # the catalogue's own series (a DB pool's) that were exposed
@@ -325,12 +346,27 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
             data.samples, kept, data.gateway_endpoints, build.info.get("pg_url", "")
         )
     )
-    warnings = [*data.warnings, *([silent] if silent else [])]
+    lateness, worst = validity.max_lateness(build.samples, windows.whole)  # retries too
+    figures["validity"] = {
+        "generator_max_lateness_s": _round(lateness, 3),
+        "scrape_gap_max_s": None if math.isnan(data.longest_gap) else _round(data.longest_gap, 3),
+        "scrape_gaps": [[round(a - data.t0, 3), round(b - data.t0, 3)] for a, b in data.gaps],
+    }
+    interval = scenario.metrics.interval
+    stalls = validity.warnings(data.gaps, interval, data.t0, lateness, worst)
+    warnings = [*data.warnings, *([silent] if silent else []), *stalls]
     if warnings:  # only when something read looks wrong (a half-counted breaker, no call)
         figures["warnings"] = warnings
-    missing = not_measured(data)
+    phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.pg.phases}
+    spans = {"whole": windows.whole, "fault": windows.fault}
+    missing = {
+        **not_measured(data),
+        **unmeasured,
+        **validity.gap_not_measured(data.gaps, data.t0, interval, spans, phases),
+    }
     if missing:  # only when something was not: a fully measured build reads as before
         figures["not_measured"] = missing
+    cut_aborted(figures, scenario, build.info)  # a gate with abort: true stopped its load
     return figures
 
 
@@ -356,7 +392,7 @@ def replica_figures(data: BuildSeries, payments: pd.DataFrame) -> dict[str, Repl
     out: dict[str, ReplicaFigures] = {}
     phases = [(p.name, data.t0 + p.start, data.t0 + p.end) for p in data.scenario.pg.phases]
     for i, series in enumerate(data.replicas):
-        reader = replica_reader(series)
+        reader = replica_reader(series, tuple(data.gaps))
         cuts = cut(reader, "replica", windows)
         recorded = None
         if "replica" in payments.columns:
@@ -388,34 +424,6 @@ def _replica_window(reader: Reader, start: float, end: float) -> ReplicaWindow:
     return cast(ReplicaWindow, window)
 
 
-def resource_figures(
-    data: BuildSeries, whole: tuple[float, float], fault: tuple[float, float]
-) -> ResourceFigures | None:
-    """CPU (mean, max) and memory (max) of the build's container over the measured window
-    and the fault window; ``None`` when no container's stats were scraped."""
-    cpu, memory = data.resources["cpu_pct"], data.resources["memory_bytes"]
-    if cpu.empty and memory.empty:
-        return None
-
-    def cut(series: pd.Series, window: tuple[float, float]) -> pd.Series:
-        return series[(series.index >= window[0]) & (series.index <= window[1])]
-
-    def stat(series: pd.Series, how: str, window: tuple[float, float]) -> float | None:
-        values = cut(series, window)
-        if values.empty:
-            return None
-        return _round(float(values.mean() if how == "mean" else values.max()), 2)
-
-    return {
-        "cpu_pct_mean": stat(cpu, "mean", whole),
-        "cpu_pct_max": stat(cpu, "max", whole),
-        "memory_bytes_max": stat(memory, "max", whole),
-        "cpu_pct_mean_fault": stat(cpu, "mean", fault),
-        "cpu_pct_max_fault": stat(cpu, "max", fault),
-        "memory_bytes_max_fault": stat(memory, "max", fault),
-    }
-
-
 def not_measured(data: BuildSeries) -> dict[str, str]:
     """Figures whose series never appeared -> why, naming what the source did expose.
 
@@ -432,6 +440,13 @@ def not_measured(data: BuildSeries) -> dict[str, str]:
 
 def analyse(run: RunResult, scenario: Scenario) -> Report:
     """The whole report as a dict (the content of ``report.json``)."""
+    unknown = sorted({b.build for b in run.builds.values()} - set(scenario.builds))
+    if unknown:
+        raise InputError(
+            f"{run.path / 'manifest.json'}: build(s) {', '.join(unknown)} ran, and the run's "
+            f"scenario.yaml has no such build (its builds: {', '.join(scenario.builds)}): "
+            "renamed since the run? The scenario copy must stay as the run read it"
+        )
     per_build: dict[str, list[BuildFigures]] = {}
     status: dict[str, str] = {}
     for b in run.builds.values():

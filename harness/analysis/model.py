@@ -16,6 +16,10 @@ import json
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, cast
 
+from harness.core.conforms import conforms, departures
+from harness.core.errors import InputError
+from harness.results.manifest import AbortRecord
+
 SCHEMA = "harness.report/1"
 """The value of ``report.json``'s ``schema`` key; changes only when a key's meaning does."""
 
@@ -65,6 +69,15 @@ class EndpointFigures(TypedDict):
     dropped: NotRequired[float]
     """Arrivals not sent: the endpoint's ``max-in-flight`` requests were all open (absent in
     reports written before it)."""
+    attempts: NotRequired[float | None]
+    """Attempts sent per request, the mean (1 without client retries)."""
+    retried_pct: NotRequired[float | None]
+    """% of requests the client retried (sent twice or more)."""
+    admitted_rps: NotRequired[float | None]
+    """Attempts sent per second (first attempts and retries) by the window's requests."""
+    retried_rps: NotRequired[float | None]
+    """Retries sent per second by the window's requests. The four are absent in reports
+    written before client retries; ``offered_rps`` is the first attempts'."""
 
 
 class WindowWorkers(TypedDict):
@@ -195,6 +208,14 @@ class Timeline(TypedDict):
     endpoints_recover_s: NotRequired[dict[str, float | None]]
     """Per endpoint: seconds from the fault's end until it is back to its healthy self
     (answers and latency); absent in reports written before it existed."""
+    protected_p99_s: NotRequired[float | None]
+    """p99 of the endpoints without ``calls-gateway`` over the fault window; absent in
+    reports written before it existed."""
+    recovered: NotRequired[float | None]
+    """1 recovered, 0 stuck, None not measurable (``analysis.recovery``); only with a
+    scenario's ``recovery:``. Over repetitions, the share of them that recovered."""
+    recovered_after_s: NotRequired[float | None]
+    """Seconds after the trigger's end until goodput held; None when stuck or unmeasured."""
 
 
 class Reconciliation(TypedDict):
@@ -221,6 +242,29 @@ class LedgerFigures(TypedDict):
     """Only when the target kept payment records."""
 
 
+class Validity(TypedDict):
+    """Whether the harness itself stalled (``harness.analysis.validity``)."""
+
+    generator_max_lateness_s: float | None
+    """How late the load generator sent its latest request in the measured window."""
+    scrape_gap_max_s: float | None
+    """The longest time between two scrapes of the target there; None: never scraped."""
+    scrape_gaps: list[list[float]]
+    """``[start, end]`` (s after t0) of each gap over 3 scrape intervals."""
+
+
+class LoadPerSecond(TypedDict):
+    """Per second of the measured window (``[t0 + k, t0 + k + 1)``), all endpoints together:
+    ``analysis.offered``."""
+
+    offered: list[int]
+    """First attempts intended (the scenario's load, dropped arrivals included)."""
+    admitted: list[int]
+    """Attempts sent, retries included (by actual start)."""
+    retried: list[int]
+    """Retries sent (``attempt >= 2``)."""
+
+
 class BuildFigures(TypedDict):
     """Every figure of one build (one repetition, or the mean of several)."""
 
@@ -232,6 +276,8 @@ class BuildFigures(TypedDict):
     timeline: Timeline
     phases: dict[str, WindowFigures]
     ledger: LedgerFigures | None
+    load: NotRequired[LoadPerSecond]
+    """Only when some endpoint has ``retry:``: offered, admitted and retried load per second."""
     resources: NotRequired[ResourceFigures]
     """Only when the build ran in a container whose stats were scraped (``docker``)."""
     series: NotRequired[SeriesFigures]
@@ -248,6 +294,8 @@ class BuildFigures(TypedDict):
     not_measured: NotRequired[dict[str, str]]
     """Figure (dotted, as in ``comparison``) -> why it is None: the series it is read from
     never appeared, with the series the target did expose. Absent in older reports."""
+    validity: NotRequired[Validity]
+    """Absent in reports written before it."""
     warnings: NotRequired[list[str]]
     """Only when something read looks wrong, e.g. a breaker that opened twice in a row
     (``analysis.breaker_events``). Absent in older reports."""
@@ -255,6 +303,10 @@ class BuildFigures(TypedDict):
     """With ``--repeat N``: N, and every number is the mean of N repetitions."""
     ci95: NotRequired[dict[str, list[float | None]]]
     """With ``--repeat N``: a bootstrap 95% interval per flattened figure."""
+    abort: NotRequired[AbortRecord]
+    """Only for a build a gate with ``abort: true`` stopped: the manifest's ``abort``
+    (``gate``, ``expr``, ``phase``, ``at_s``, ``value``, ``limit``); with ``--repeat``, the
+    first aborted repetition's."""
 
 
 class BuildReport(BuildFigures):
@@ -279,6 +331,8 @@ class EndpointInfo(TypedDict):
     shape: NotRequired[str]
     """The traffic in words: ``35/s``, ``stages 0 -> 200/s, poisson`` (absent in older reports)."""
     calls_gateway: bool
+    retry: NotRequired[str]
+    """The client's retries in words (``traffic.<ep>.retry``); only when it has them."""
 
 
 class Change(TypedDict):
@@ -345,5 +399,33 @@ class Report(TypedDict):
 
 
 def read_report(path: Path) -> Report:
-    """``report.json`` as written (no migration: schema 1 is the only one there is)."""
-    return cast(Report, json.loads(Path(path).read_text()))
+    """``report.json`` as written, checked before anything reads a figure of it.
+
+    No migration: schema 1 is the only one there is, so a report of another
+    schema (a newer harness) is refused, not read as if its figures meant the
+    same; keys this one does not know are read past (a newer harness of the same
+    schema adds keys). A file cut short, or a figure of the wrong type, is an
+    ``InputError`` saying where, never a ``TypeError`` half way through a gate.
+    """
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise InputError(f"{path}: not JSON ({exc}); {_RENDER_AGAIN}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    schema = raw.get("schema")
+    if schema != SCHEMA:
+        raise InputError(
+            f"{path}: schema {schema!r}, and this harness reads {SCHEMA!r}: the report was "
+            "written by another harness version, whose figures may mean something else; "
+            + _RENDER_AGAIN
+        )
+    problems = conforms(raw, Report, "", extra_keys=True)
+    if problems:
+        raise InputError(f"{path}: not a report of this harness: {departures(problems)}")
+    return cast(Report, raw)
+
+
+_RENDER_AGAIN = "`harness report RUN` writes it again from the run's own files"

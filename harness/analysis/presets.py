@@ -13,6 +13,8 @@ The presets:
   ``/actuator/prometheus`` exposes them. Busy and max workers need Tomcat's
   MBean registry (``server.tomcat.mbeanregistry.enabled=true``): without it
   Spring Boot exposes no ``tomcat_threads_*`` series and they are not measured.
+  Gateway calls: Feign's client timers, else the breaker's timer, else Spring's
+  ``http_client_requests`` (``Fallback``: whichever the service has).
 - ``opossum``: opossum-prometheus (``circuit{name,event}`` counters, no state
   gauge: the state is derived from the ``open``/``halfOpen``/``close`` events).
   Busy and max workers and retries are ``targets/node-gateway``'s own series
@@ -56,7 +58,29 @@ class Combination:
         return text + "".join(f" - {s}" for s in self.minus)
 
 
-Source = Selector | Combination
+@dataclass(frozen=True)
+class Fallback:
+    """The first of several sources that a service exposes, best first.
+
+    Spring services count their gateway calls in different places (Feign's own client
+    timer, the breaker's timer, Spring's ``http_client_requests``) and have some of them
+    only: the figure is read from the first whose series appears in the scrapes.
+    ``per_breaker`` marks the choices ``metrics.breaker`` narrows (the breaker's own
+    series); the others carry no breaker label.
+    """
+
+    choices: tuple[Selector | Combination, ...]
+    per_breaker: tuple[bool, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.per_breaker:
+            object.__setattr__(self, "per_breaker", (False,) * len(self.choices))
+
+    def __str__(self) -> str:
+        return ", else ".join(str(c) for c in self.choices)
+
+
+Source = Selector | Combination | Fallback
 """Where a canonical counter is read from."""
 
 
@@ -127,7 +151,37 @@ _HIKARI = {
 }
 """HikariCP's pool series, as Micrometer names them (summed over pools: the ``pool`` label)."""
 _R4J_BLOCKED = Selector("resilience4j_circuitbreaker_not_permitted_calls_total")
+_R4J_FAILED = Selector("resilience4j_circuitbreaker_calls_seconds_count", {"kind": "failed"})
+"""The calls the breaker recorded as failed (Resilience4j's calls timer; the shop's too)."""
 _R4J_STATE = Selector("resilience4j_circuitbreaker_state")
+
+_APPROVE = {"uri": "/v1/payments/approve"}
+"""The gateway's approve route (``harness.gateway.decide.APPROVE_PATH``): a service's
+other clients, whose calls are not the gateway's, are left out of its client timers."""
+_SPRING_PG_CALLS = Fallback(
+    (
+        # Feign's MicrometerCapability (a MicrometerCapability bean; Spring Cloud OpenFeign
+        # adds it to every client): one sample per request sent, each retried attempt too,
+        # answered ones in feign.Client and timed-out or broken ones in feign.Client.exception.
+        Combination(
+            (
+                Selector("feign_Client_seconds_count", _APPROVE),
+                Selector("feign_Client_exception_seconds_count", _APPROVE),
+            )
+        ),
+        # The breaker's Timer, one _count per kind (successful, failed, ignored): every
+        # call it let through (each attempt when the Retry is outside it, Resilience4j's
+        # default order). Not-permitted calls are counted apart (blocked_calls).
+        Selector("resilience4j_circuitbreaker_calls_seconds_count"),
+        # Spring's client observation (RestClient, RestTemplate, WebClient: uri; OpenFeign's
+        # MicrometerObservationCapability, feign-micrometer on the classpath: http_url).
+        # OpenFeign's misses the requests that timed out (OpenFeign/feign#2566, feign 13.6).
+        Selector("http_client_requests_seconds_count", _APPROVE),
+        Selector("http_client_requests_seconds_count", {"http_url": _APPROVE["uri"]}),
+    ),
+    per_breaker=(False, True, False, False),
+)
+"""Calls that reached the gateway, from the best counter a Spring service has."""
 
 PRESETS: dict[str, Preset] = {
     "shop": Preset(
@@ -138,6 +192,7 @@ PRESETS: dict[str, Preset] = {
             "blocked_calls": _R4J_BLOCKED,
             "pg_calls": Selector("shop_pg_calls_total"),
             "retries": Selector("shop_pg_retries_total"),
+            "breaker_failures": _R4J_FAILED,
             "breaker_state": _R4J_STATE,
             **_HIKARI,
         },
@@ -148,9 +203,7 @@ PRESETS: dict[str, Preset] = {
             "busy_workers": Selector("tomcat_threads_busy_threads"),
             "max_workers": Selector("tomcat_threads_config_max_threads"),
             "blocked_calls": _R4J_BLOCKED,
-            # A Timer: one _count per kind (successful, failed, ignored): every call the
-            # breaker let through. Not-permitted calls are counted apart (blocked_calls).
-            "pg_calls": Selector("resilience4j_circuitbreaker_calls_seconds_count"),
+            "pg_calls": _SPRING_PG_CALLS,
             # Resilience4j counts calls, not attempts: the calls retried at least once.
             "retries": Combination(
                 (
@@ -158,10 +211,13 @@ PRESETS: dict[str, Preset] = {
                     Selector("resilience4j_retry_calls_total", {"kind": "failed_with_retry"}),
                 )
             ),
+            "breaker_failures": _R4J_FAILED,
             "breaker_state": _R4J_STATE,
             **_HIKARI,
         },
-        breaker_series=frozenset({"blocked_calls", "breaker_state", "pg_calls"}),
+        breaker_series=frozenset(
+            {"blocked_calls", "breaker_state", "pg_calls", "breaker_failures"}
+        ),
         notes={
             "busy_workers": "Spring Boot exposes tomcat_threads_* only with "
             "server.tomcat.mbeanregistry.enabled=true",
@@ -252,6 +308,14 @@ def resolve_preset(
 
 
 def _narrow(source: Source, label: str, value: str) -> Source:
+    if isinstance(source, Fallback):
+        return replace(
+            source,
+            choices=tuple(
+                _narrow(c, label, value) if by_breaker else c  # type: ignore[misc]
+                for c, by_breaker in zip(source.choices, source.per_breaker, strict=True)
+            ),
+        )
     if isinstance(source, Combination):
         return Combination(
             tuple(s.with_labels(**{label: value}) for s in source.plus),

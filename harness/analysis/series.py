@@ -45,6 +45,7 @@ from harness.analysis.presets import (
     BREAKER_STATES,
     PRESETS,
     Combination,
+    Fallback,
     Preset,
     Source,
     StateEvents,
@@ -64,6 +65,7 @@ __all__ = [
     "PRESETS",
     "Canonical",
     "Combination",
+    "Fallback",
     "Preset",
     "Selector",
     "Source",
@@ -245,7 +247,7 @@ def map_canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target")
         else:
             s = _read(metrics, source, spec, preset.lazy_labels, is_counter=name in COUNTERS)
             counts = name in COUNTERS
-            why = None if len(s) else why_missing(metrics, source, _first(spec), is_counter=counts)
+            why = None if len(s) else _why_none(metrics, source, spec, is_counter=counts)
         if why is not None:
             note = preset.notes.get(name)
             missing[name] = f"{why} ({note})" if note else why
@@ -268,7 +270,18 @@ def _scraped(metrics: pd.DataFrame, source: str) -> bool:
 
 
 def _first(spec: Source) -> Selector:
+    if isinstance(spec, Fallback):
+        return _first(spec.choices[0])
     return spec.plus[0] if isinstance(spec, Combination) else spec
+
+
+def _why_none(metrics: pd.DataFrame, source: str, spec: Source, *, is_counter: bool) -> str:
+    """Why nothing was read: the first choice's reason, and the other choices looked for."""
+    why = why_missing(metrics, source, _first(spec), is_counter=is_counter)
+    if isinstance(spec, Fallback) and len(spec.choices) > 1:
+        others = "; ".join(str(c) for c in spec.choices[1:])
+        why += f"; nor any of {others}"
+    return why
 
 
 def _not_named(preset: Preset, name: str) -> str:
@@ -280,6 +293,13 @@ def _not_named(preset: Preset, name: str) -> str:
 def _read(
     metrics: pd.DataFrame, source: str, spec: Source, lazy: frozenset[str], *, is_counter: bool
 ) -> pd.Series:
+    if isinstance(spec, Fallback):
+        chosen = pd.Series(dtype=float)
+        for choice in spec.choices:  # the first the service exposes
+            chosen = _read(metrics, source, choice, lazy, is_counter=is_counter)
+            if len(chosen):
+                break
+        return chosen
     if isinstance(spec, Combination):
         terms = [(1.0, s) for s in spec.plus] + [(-1.0, s) for s in spec.minus]
         read = [(sign, counter(metrics, source, s, lazy)) for sign, s in terms]

@@ -1,6 +1,7 @@
 """The ``harness`` command: parses arguments, delegates to the library, picks exit codes.
 
-One module per command group (``scenario``, ``running``, ``results``, ``servers``), all
+One module per command group (``scenario``, ``running``, ``simulating``, ``results``,
+``servers``), all
 on the one Typer ``app`` of ``_app``. Nothing but the entry points imports this package.
 """
 
@@ -10,6 +11,8 @@ from harness.cli._app import EXIT_GATE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, E
 # isort: off
 from harness.cli import scenario
 from harness.cli import running
+from harness.cli import simulating
+from harness.cli import tuning
 from harness.cli import results
 from harness.cli import servers
 
@@ -27,6 +30,8 @@ __all__ = [
     "running",
     "scenario",
     "servers",
+    "simulating",
+    "tuning",
 ]
 
 

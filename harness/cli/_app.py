@@ -6,6 +6,9 @@ Exit codes: 0 success · 1 a gate failed · 2 bad input · 3 the run failed ·
 
 from __future__ import annotations
 
+import io
+import os
+import sys
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -26,7 +29,25 @@ app = typer.Typer(
 )
 
 
-class _Console(Console):
+class _Quiet(Console):
+    """Rich's console, except that a reader gone away (``harness run ... | head -2``) stops
+    the printing, not the command: rich's own answer is ``SystemExit(1)``, which killed a run
+    mid-build with the gate-failed code. What is left to print goes to /dev/null; the run
+    goes on, writes its report and exits by its gates."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            # Also what Python flushes at exit: no "Exception ignored ... BrokenPipeError".
+            os.dup2(devnull, self.file.fileno())
+        except (OSError, ValueError):  # not a real file: being quiet is enough
+            pass
+        finally:
+            os.close(devnull)
+
+
+class _Console(_Quiet):
     """Rich's console, except that logs and pipes get 140 columns.
 
     They have no width, and rich's 80 would fold figure names mid-word. Decided
@@ -44,12 +65,32 @@ class _Console(Console):
 
 
 console = _Console()
-err = Console(stderr=True)
+err = _Quiet(stderr=True)
+
+
+def printable_streams() -> None:
+    """Never crash on a character stdout or stderr cannot encode: write ``?`` instead.
+
+    An ASCII stdout (``PYTHONIOENCODING=ascii``, a CI runner's locale) or a latin-1 pipe
+    cannot take the "—" of ``validate`` or the names a scenario may hold; every command
+    prints through these two streams (rich's consoles write to them as they are then).
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="replace")
+
+
+@app.callback()
+def _every_command() -> None:
+    printable_streams()
+
 
 ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file", show_default=False)]
 
 
 RunDirArg = Annotated[Path, typer.Argument(help="a run folder under results/", show_default=False)]
+ResultsOpt = Annotated[Path, typer.Option(help="where run folders are written")]
+"""``--results DIR`` of the commands that write run folders (default ``results``)."""
 
 
 def fail_input(exc: InputError) -> typer.Exit:

@@ -52,6 +52,12 @@ def render_report(run_dir: Path) -> None:
     )
 
 
+def _warn(warnings: list[str]) -> None:
+    """Warnings on stderr, so a table or Markdown on stdout stays what it is."""
+    for warning in warnings:
+        err.print(Text.assemble(("warning", "bold yellow"), f": {warning}"), soft_wrap=True)
+
+
 @app.command()
 def report(
     run_dir: Annotated[
@@ -78,7 +84,7 @@ def run_gates(
     """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
     from harness.gates.evaluate import evaluate_all, gates_of
     from harness.gates.junit import junit_xml
-    from harness.report.compare import load_report
+    from harness.report.compare import load_report, unrelated
     from harness.scenario.gates import GateSyntaxError, check_gate
     from harness.scenario.gates import parse_gate as parse
 
@@ -100,6 +106,8 @@ def run_gates(
         raise InputError(f"{run_dir}: the scenario has no gates and none were given (--gate)")
     report = load_report(run_dir)
     base = load_report(baseline) if baseline is not None else None
+    if base is not None:  # baseline.* figures of another plan: said, then gated as asked
+        _warn(unrelated(report, base, "the run and its --baseline"))
     results = evaluate_all(gates, report, base)
     seeds += [None] * (len(results) - len(seeds))
     skipped = sum(r.verdict == "skip" for r in results)
@@ -163,7 +171,7 @@ def compare(
     ] = None,
 ) -> None:
     """Compare two runs (main vs branch) or two builds of one run, figure by figure."""
-    from harness.report.compare import compare_runs, load_report, rich_tables
+    from harness.report.compare import compare_runs, load_report, rich_tables, unrelated
     from harness.report.compare import markdown as to_markdown
 
     try:
@@ -172,11 +180,13 @@ def compare(
         labels, groups = compare_runs(report_a, report_b, build or [])
     except InputError as exc:
         raise fail_input(exc) from None
+    warnings = unrelated(report_a, report_b) if report_b is not None else []
+    _warn(warnings)
     for table in rich_tables(labels, groups):
         console.print(table)
     if markdown is not None:
         try:
-            write_output(markdown, to_markdown(labels, groups))
+            write_output(markdown, to_markdown(labels, groups, warnings))
         except RunError as exc:
             raise fail_run(exc) from None
         console.print(f"Markdown: {markdown}", highlight=False, markup=False)

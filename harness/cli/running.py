@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,10 +14,13 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
+from harness.analysis.format import number
 from harness.cli._app import (
+    EXIT_GATE,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_RUN,
+    ResultsOpt,
     ScenarioArg,
     app,
     console,
@@ -29,8 +33,10 @@ from harness.core.errors import HarnessError, InputError, RunError
 from harness.scenario.loader import load_scenario
 
 if TYPE_CHECKING:
+    from harness.results.manifest import BuildRecord
     from harness.run.cleanup import CleanReport
-    from harness.run.events import Progress
+    from harness.run.events import Progress, RunListener
+    from harness.run.targets import Leftovers
 
 
 class _ProgressView:
@@ -39,6 +45,8 @@ class _ProgressView:
     def __init__(self) -> None:
         self.live: Live | None = None
         self.last_print = 0.0
+        self.builds: Mapping[str, BuildRecord] = {}
+        """The run's build records (the manifest's), for why a build was aborted."""
 
     def started(self, name: str) -> None:
         console.print(
@@ -83,12 +91,36 @@ class _ProgressView:
     def finished(self, name: str, status: str) -> None:
         self.stop_live()
         console.print(f"[bold]build {escape(name)}[/bold]: {escape(status)}")
+        abort = self.builds[name].get("abort") if name in self.builds else None
+        if abort is not None:  # a gate with abort: true stopped it: which, and on what
+            err.print(
+                f"[red]build {escape(name)} aborted[/red] at {abort['at_s']:g} s of the "
+                f"measured window: gate {escape(repr(abort['gate']))} failed after phase "
+                f"{escape(repr(abort['phase']))} ({escape(abort['expr'])}: measured "
+                f"{number(abort['value'])} against {number(abort['limit'])})",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def progress_listener() -> tuple[_ProgressView, RunListener]:
+    """The live progress lines and the run listener that feeds them (run, tune)."""
+    from harness.run.events import RunListener
+
+    view = _ProgressView()
+    listener = RunListener(
+        build_started=view.started,
+        progress=view.progress,
+        warning=view.warning,
+        build_finished=view.finished,
+    )
+    return view, listener
 
 
 @app.command()
 def run(
     scenario: ScenarioArg,
-    results: Annotated[Path, typer.Option(help="where run folders are written")] = Path("results"),
+    results: ResultsOpt = Path("results"),
     build: Annotated[
         list[str] | None, typer.Option("--build", "-b", help="run only these builds (repeatable)")
     ] = None,
@@ -133,6 +165,15 @@ def run(
         loaded = load_scenario(scenario, check_folders=True)
     except InputError as exc:
         raise fail_input(exc) from None
+    repeated = sorted({b for b in build or [] if (build or []).count(b) > 1})
+    if repeated:
+        raise fail_input(
+            InputError(
+                f"build {repeated[0]!r} is given twice with --build; give each build once"
+                if len(repeated) == 1
+                else f"builds {repeated} are given more than once with --build; give each once"
+            )
+        )
     unknown = sorted(set(build or []) - set(loaded.scenario.builds))
     if unknown:
         raise fail_input(
@@ -141,10 +182,10 @@ def run(
             )
         )
     from harness.cli.results import render_report, run_gates
+    from harness.gates.abort import GateAbort, abort_gates
 
     # Imported here: the run pulls in pandas, which `validate` and `--help` do not need.
     from harness.results.io import WriteError
-    from harness.run.events import RunListener
     from harness.run.experiment import Experiment
     from harness.run.loadgen import LoadWorkers
 
@@ -163,16 +204,10 @@ def run(
 
     # Runs a crash left "running" are closed first (and what their builds' kinds may leave
     # outside them, containers, removed when this run's builds are of such a kind).
-    outside = bool(leftovers_of(loaded.scenario.builds.values()))
+    outside = leftovers_of(loaded.scenario.builds.values())
     _print_clean(_clean(results, leftovers=outside), quiet=True)
     signal.signal(signal.SIGTERM, raise_interrupt)
-    view = _ProgressView()
-    listener = RunListener(
-        build_started=view.started,
-        progress=view.progress,
-        warning=view.warning,
-        build_finished=view.finished,
-    )
+    view, listener = progress_listener()
     try:  # probes the results folder: "cannot write here" before any process starts
         experiment = Experiment(
             loaded,
@@ -182,12 +217,15 @@ def run(
             repeat=repeat,
             allow_remote=allow_remote,
             load_workers=load_workers,
+            # Gates with abort: true, checked after each phase (harness.gates.abort).
+            abort_check=GateAbort(loaded.scenario) if abort_gates(loaded.scenario) else None,
         )
     except InputError as exc:
         raise fail_input(exc) from None
     except RunError as exc:
         err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_RUN) from None
+    view.builds = experiment.manifest.builds
     if load_workers.external:
         where = f"{load_workers.connect_host}:{load_workers.port}"
         err.print(
@@ -210,6 +248,7 @@ def run(
         unwritable = exc if isinstance(exc, WriteError) else None
     finally:
         view.stop_live()
+    aborted = any("abort" in info for info in experiment.manifest.builds.values())
     if experiment.manifest_problem is not None:
         err.print(
             f"manifest not updated: {experiment.manifest_problem}", highlight=False, markup=False
@@ -226,18 +265,41 @@ def run(
         raise typer.Exit(code)
     try:
         render_report(experiment.run_dir)
+        if code == EXIT_OK and loaded.scenario.gates:
+            try:
+                code = run_gates(experiment.run_dir, junit, None, [])
+            except RunError as exc:  # --junit cannot be written
+                raise fail_run(exc) from None
+            if aborted:  # its gate failed, whatever the final figures say
+                code = EXIT_GATE
     except HarnessError as exc:
         err.print(f"no report: {exc}", highlight=False, markup=False)
         raise typer.Exit(code if code != EXIT_OK else EXIT_RUN) from None
-    if code == EXIT_OK and loaded.scenario.gates:
-        try:
-            code = run_gates(experiment.run_dir, junit, None, [])
-        except RunError as exc:  # --junit cannot be written
-            raise fail_run(exc) from None
+    except KeyboardInterrupt:
+        _report_interrupted(experiment.run_dir, gates=bool(loaded.scenario.gates))
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     raise typer.Exit(code)
 
 
-def _clean(results: Path, leftovers: bool = False) -> CleanReport:
+REPORT_FILES = ("report.json", "report.md", "report.html", "charts")
+
+
+def _report_interrupted(run_dir: Path, gates: bool) -> None:
+    """Ctrl-C after the builds: what the report had written, and how to finish it."""
+    written = [name for name in REPORT_FILES if (run_dir / name).exists()]
+    then = f" and `harness gate {run_dir}`" if gates else ""
+    err.print(
+        f"interrupted while writing the report: the builds' results are complete and kept; "
+        f"written so far: {', '.join(written) or 'nothing of the report'}. To finish: "
+        f"`harness report {run_dir}`"
+        f"{then}.",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _clean(results: Path, leftovers: bool | Sequence[Leftovers] = False) -> CleanReport:
     from harness.run.cleanup import clean_results
 
     return clean_results(results, leftovers=leftovers)
@@ -256,12 +318,16 @@ def _print_clean(report: CleanReport, quiet: bool = False) -> None:
         err.print(f"{run_dir}: could not be closed: {why}", highlight=False, markup=False)
     for what in report.leftovers:
         console.print(f"removed {what}: its run is over", highlight=False, markup=False)
+    for what in report.stopped:
+        console.print(f"stopped {what}: its run is over", highlight=False, markup=False)
     for problem in report.leftover_problems:
         err.print(problem, highlight=False, markup=False, soft_wrap=True)
     if not quiet:
         for run_dir, why in report.left:
             console.print(f"{run_dir}: left alone ({why})", highlight=False, markup=False)
-        if not (report.closed or report.failed or report.left or report.leftovers):
+        if not (
+            report.closed or report.failed or report.left or report.leftovers or report.stopped
+        ):
             console.print("nothing to clean", highlight=False)
 
 

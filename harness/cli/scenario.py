@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -58,6 +59,15 @@ def schema(
     console.print(f"JSON Schema: {output}", highlight=False, markup=False)
 
 
+def _relative_to(file: Path, folder: Path) -> str:
+    """``file`` (as given, from here) as the scenario writes it: from its own folder, or
+    absolute when the two share nothing but the root."""
+    there, here = file.absolute(), folder.absolute()
+    if os.path.commonpath([there, here]) == there.anchor:
+        return str(there)
+    return os.path.relpath(there, here)
+
+
 class StarterStack(StrEnum):
     """The stacks ``harness init`` writes a starter for (their metric presets)."""
 
@@ -77,6 +87,10 @@ def init(
     command: Annotated[
         str | None, typer.Option(help="builds are this command, which the harness starts")
     ] = None,
+    jar: Annotated[
+        Path | None,
+        typer.Option(help="builds are this Spring Boot jar, each with its own properties"),
+    ] = None,
     image: Annotated[
         str | None, typer.Option(help="builds are this Docker image (a tag 'before' gets 'after')")
     ] = None,
@@ -87,7 +101,7 @@ def init(
 ) -> None:
     """Write a commented starter scenario for your service, valid by `harness validate`.
 
-    Without --command, --image or --url: the stack's usual command (the
+    Without --command, --jar, --image or --url: the stack's usual command (the
     reference shop's builds for --preset shop). The JSON Schema is written
     beside it (harness.schema.json); the file's first line points editors at it.
     """
@@ -106,6 +120,7 @@ def init(
             command=command,
             image=image,
             url=url,
+            jar=None if jar is None else _relative_to(jar, path.parent),
             name=starter_name(path.stem),
             schema_ref=SCHEMA_FILE,
         )

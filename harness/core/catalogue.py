@@ -1,158 +1,57 @@
 """The catalogue of figures: each figure a report holds, a gate names and a table shows, once.
 
 A canonical series (``SERIES``) is what a preset reads from a target's scrapes
-(``harness.analysis.presets``); a figure (``FIGURES``) is one number of
-``report.json``: where it is read from (a canonical series, the samples, the
-gateway's ledger), its statistic, unit, report key, gate name, row label, how it
-can be cut (by phase, by replica) and what its absence means. Everything else is
-derived from these two tables: the figures a series drives (``analysis.cuts``),
-the gate vocabulary (``scenario.gates``) and lookups (``gates.evaluate``), the
-not-measured reasons, the report's rows for series figures, and the docs' figure
-tables (``core.figure_docs``, checked against docs/scenario.md by a test).
+(``harness.analysis.presets``); a figure (``FIGURES``) is one number of ``report.json``:
+where it is read from (a canonical series, the samples, the gateway's ledger), its
+statistic, unit, report key, gate name, row label, how it can be cut (by phase, by
+replica) and what its absence means. Everything else is derived from these two tables:
+the figures a series drives (``analysis.cuts``), the gate vocabulary (``scenario.gates``)
+and lookups (``gates.evaluate``), the not-measured reasons, the report's rows for series
+figures, and the docs' figure tables (``core.figure_docs``, checked by a test).
 
-It sits in ``core`` because the scenario (the gate vocabulary) needs it as much
-as the analysis, the gates and the report do.
-
-Adding a canonical series: a ``Series`` here and its figures (``gauge_figures``,
-``series_figure``), the selectors of the presets that read it,
-a test. Its figures land under ``series.<name>`` in a build's report, phase and
-replica (``series.<name>.max_fault``...), its gates are ``<name>.<stat>``.
+It sits in ``core`` because the scenario (the gate vocabulary) needs it as much as the
+analysis, the gates and the report do. Adding a canonical series: a ``Series`` here and
+its figures (``gauge_figures``, ``series_figure``), the selectors of the presets that read
+it, a test (docs/architecture.md's recipe); its figures land under ``series.<name>``, its
+gates are ``<name>.<stat>``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import replace
 
-Unit = Literal["", "s", "%"]
-Kind = Literal["gauge", "counter", "state"]
-Window = Literal["fault", "whole", "run"]
-"""What a figure covers without ``[phase]``: the fault window, the whole measured window,
-or the run as a whole (never cut by phase)."""
-
-ENDPOINT = "{endpoint}"
-"""Stands for an endpoint's name in a figure's gate name and report key."""
-NOT_EXPOSED = "not exposed"
-"""A cell of an optional series a build's service never exposed."""
-
-
-@dataclass(frozen=True)
-class Series:
-    """A canonical series: read through a preset from each target's scrapes."""
-
-    name: str
-    kind: Kind
-    what: str
-    """In words, for docs and messages: ``busy request threads``."""
-    optional: bool = False
-    """Absence is normal (a service without a DB pool): its figures are left out of the
-    report rather than reported "not measured", and tables say ``not exposed``."""
-
-
-SERIES: tuple[Series, ...] = (
-    Series("busy_workers", "gauge", "busy request threads"),
-    Series("max_workers", "gauge", "the request pool's size"),
-    Series("blocked_calls", "counter", "calls the breaker refused"),
-    Series("pg_calls", "counter", "calls to the gateway, as the target counted them"),
-    Series("retries", "counter", "extra attempts made by Retry"),
-    Series("breaker_state", "state", "the breaker's state"),
-    Series("db_active", "gauge", "DB connections in use", optional=True),
-    Series("db_pending", "gauge", "threads waiting for a DB connection", optional=True),
-    Series("db_max", "gauge", "the DB connection pool's size", optional=True),
-    Series("db_timeouts", "counter", "waits for a DB connection that timed out", optional=True),
+from harness.core.canonical import (
+    ENDPOINT,
+    NOT_EXPOSED,
+    SERIES,
+    SERIES_BY_NAME,
+    Figure,
+    Kind,
+    Series,
+    Unit,
+    Window,
+    gauge_figures,
+    series_figure,
 )
-"""Every canonical series, in the order presets, ``metrics.map`` and reports list them."""
 
-
-@dataclass(frozen=True)
-class Figure:
-    """One number of a build's report."""
-
-    key: str
-    """Dotted key in a build's section of ``report.json`` (``workers.busy_max_fault``);
-    ``{endpoint}`` for per-endpoint figures."""
-    source: str
-    """A canonical series' name, or ``samples`` (the load's requests), ``gateway`` (the
-    gateway's ledger, else its counter), ``ledger``."""
-    stat: str
-    """How it is read: ``max``, ``mean``, ``p50`` (a gauge over the window), ``peak`` (a
-    gauge's greatest reading), ``count`` and ``per_s`` (a counter's growth),
-    ``open_pct``, ``opens``, ``time_to_open`` (the breaker's state), or what the
-    ``samples`` / ``gateway`` code computes."""
-    window: Window
-    gate: str | None = None
-    """The name a gate uses (``busy_workers.max``, ``{endpoint}.p95``); None: not gated."""
-    phase_key: str | None = None
-    """Its key in ``phases.<phase>``; None: not cut by phase."""
-    replica_key: str | None = None
-    """Its key in ``replicas.<i>`` (a replica's own); None: a replica has none."""
-    unit: Unit = ""
-    label: str | None = None
-    """The label of its row in the headline table; None: no row."""
-    meaning: str = ""
-    """For the docs' gate table."""
-    absent: str | None = None
-    """What a report without its key means (None: no such figure in that report)."""
-    complement: bool = False
-    """Read as 100 minus the key's value (``error_pct`` from ``success_pct``)."""
-
-    @property
-    def section(self) -> str:
-        return self.key.split(".", 1)[0]
-
-    @property
-    def cut(self) -> bool:
-        """Whether ``[phase]`` can cut it."""
-        return self.phase_key is not None
-
-    def series(self) -> Series | None:
-        """The canonical series it is read from, if it is."""
-        return SERIES_BY_NAME.get(self.source)
-
-
-def gauge_figures(
-    series: str,
-    label: str,
-    meaning: str,
-    key: str = "series.{series}.{stat}",
-    absent: str | None = NOT_EXPOSED,
-) -> tuple[Figure, ...]:
-    """A gauge's ``max``, ``mean`` and ``p50`` over the fault window (``<key>_fault``), per
-    phase (``<key>``) and per replica."""
-    return tuple(
-        Figure(
-            key=key.format(series=series, stat=stat) + "_fault",
-            source=series,
-            stat=stat,
-            window="fault",
-            gate=f"{series}.{stat}",
-            phase_key=key.format(series=series, stat=stat),
-            replica_key=key.format(series=series, stat=stat) + "_fault",
-            label=f"{label} {stat} (fault)",
-            meaning=meaning,
-            absent=absent,
-        )
-        for stat in ("max", "mean", "p50")
-    )
-
-
-def series_figure(series: str, stat: Literal["peak", "count"], label: str, meaning: str) -> Figure:
-    """A gauge's greatest reading over the run (``peak``: a pool's size, not cut by phase),
-    or a counter's growth over the measured window (``count``: per phase too)."""
-    key = f"series.{series}.{'max' if stat == 'peak' else 'total'}"
-    return Figure(
-        key=key,
-        source=series,
-        stat=stat,
-        window="run" if stat == "peak" else "whole",
-        gate=series,
-        phase_key=None if stat == "peak" else key,
-        replica_key=key,
-        label=label,
-        meaning=meaning,
-        absent=NOT_EXPOSED,
-    )
-
+__all__ = [
+    "CANONICAL_SERIES",
+    "COUNTERS",
+    "ENDPOINT",
+    "FIGURES",
+    "GATED",
+    "NOT_EXPOSED",
+    "SERIES",
+    "SERIES_BY_NAME",
+    "Figure",
+    "Kind",
+    "Series",
+    "Unit",
+    "Window",
+    "endpoint_gate",
+    "gated",
+    "unit_of",
+]
 
 _EP = ENDPOINT
 _BUSY = "busy request threads"
@@ -162,6 +61,17 @@ _OUTCOME = (
 )
 
 
+_NO_RECOVERY = "the scenario has no `recovery:` section (or the report predates the figure)"
+_RECOVERED = "the `recovery:` verdict: 1 recovered by itself, 0 stuck; with --repeat the share"
+_RECOVERED_AFTER = "s from the trigger's end until goodput held; stuck: none, gates read > `within`"
+
+
+def _verdict(name: str, unit: Unit, label: str, meaning: str) -> Figure:
+    """A figure of the ``recovery:`` verdict (``analysis.recovery``), in ``timeline``."""
+    figure = Figure(f"timeline.{name}", "samples", name, "run", name, unit=unit, label=label)
+    return replace(figure, meaning=meaning, absent=_NO_RECOVERY)
+
+
 def _endpoint(
     stat: str,
     unit: Unit = "",
@@ -169,6 +79,7 @@ def _endpoint(
     key: str | None = None,
     *,
     complement: bool = False,
+    absent: str | None = None,
 ) -> Figure:
     """An endpoint's figure over the requests intended in the window."""
     where = f"endpoints.{_EP}.{key or stat}"
@@ -182,12 +93,22 @@ def _endpoint(
         unit=unit,
         meaning=meaning,
         complement=complement,
+        absent=absent,
     )
+
+
+_NO_RETRY = "the endpoint has no `retry:` (each request is sent once)"
 
 
 FIGURES: tuple[Figure, ...] = (
     *(
-        _endpoint(q, "s", "latency (s), from the intended start", key=f"latency_s.{q}")
+        _endpoint(
+            q,
+            "s",
+            "latency (s), from the intended start (a retried request's first attempt's) to "
+            "its final answer",
+            key=f"latency_s.{q}",
+        )
         for q in ("p50", "p95", "p99", "max", "mean")
     ),
     _endpoint("success_pct", "%", _OUTCOME),
@@ -206,6 +127,30 @@ FIGURES: tuple[Figure, ...] = (
         "%",
         "% of requests answered from the target's cache (the answer said `X-Outcome: cached`)",
     ),
+    _endpoint("offered_rps", meaning="requests (first attempts) per second the scenario asks for"),
+    _endpoint(
+        "retried_pct",
+        "%",
+        "% of requests the client retried (`traffic.<ep>.retry`: sent twice or more)",
+        absent=_NO_RETRY,
+    ),
+    _endpoint(
+        "attempts",
+        meaning="attempts the client sent per request, the mean (1: none retried)",
+        absent=_NO_RETRY,
+    ),
+    _endpoint(
+        "admitted_rps",
+        meaning="attempts sent per second, retries included (`offered_rps`: first attempts "
+        "only), of the requests intended in the window",
+        absent=_NO_RETRY,
+    ),
+    _endpoint(
+        "retried_rps",
+        meaning="retries sent per second (attempts 2 and later) of the requests intended in "
+        "the window",
+        absent=_NO_RETRY,
+    ),
     Figure(
         key=f"timeline.endpoints_recover_s.{_EP}",
         source="samples",
@@ -221,6 +166,8 @@ FIGURES: tuple[Figure, ...] = (
         "before the fault",
         absent="the report was written before the figure existed",
     ),
+    _verdict("recovered", "", "recovered", _RECOVERED),
+    _verdict("recovered_after_s", "s", "recovered after", _RECOVERED_AFTER),
     *gauge_figures("busy_workers", "busy workers", _BUSY, "workers.busy_{stat}", None),
     Figure(
         key="workers.max_workers",
@@ -365,6 +312,49 @@ FIGURES: tuple[Figure, ...] = (
         meaning="% of gateway requests refused while the gateway was healthy (seed 004's false "
         "opens, and the time it stays open after recovery)",
     ),
+    Figure(
+        key="timeline.protected_p99_s",
+        source="samples",
+        stat="protected_p99",
+        window="run",
+        gate="protected_p99",
+        unit="s",
+        meaning="p99 latency (s) of the endpoints that do not call the gateway (no "
+        "`calls-gateway`), over their requests intended in the fault window: the protection a "
+        "breaker gives the rest of the service (a sweep's default front score)",
+        absent="the report was written before the figure existed",
+    ),
+    Figure(
+        key="validity.generator_max_lateness_s",
+        source="samples",
+        stat="max_lateness",
+        window="whole",
+        gate="generator.max_lateness_s",
+        unit="s",
+        meaning="how late the load generator sent its latest request, any endpoint (s): over "
+        "0.5 s the run warns that the generator itself was stalled or saturated (latency "
+        "counts from the intended start); a gate on it refuses such a run",
+        absent="the report was written before the figure existed",
+    ),
+    Figure(
+        key="validity.scrape_gap_max_s",
+        source="scrapes",
+        stat="gap",
+        window="whole",
+        gate="scrape.gap_max_s",
+        unit="s",
+        meaning="the longest time between two scrapes of the target in the measured window "
+        "(s): a gap over 3 intervals (a stalled orchestrator) is warned and makes the scrape "
+        "figures of every window it falls in not measured; a gate on it refuses such a run",
+        absent="the report was written before the figure existed",
+    ),
+    series_figure(
+        "breaker_failures",
+        "count",
+        "breaker-recorded failures",
+        "calls the breaker recorded as failed: every failed attempt with Retry outside it, "
+        "one per failed payment with the breaker outside (resilience4j#2383)",
+    ),
     *gauge_figures("db_active", "DB connections active", "DB connections in use (HikariCP)"),
     *gauge_figures(
         "db_pending", "DB connections pending", "threads waiting for a DB connection (HikariCP)"
@@ -379,7 +369,6 @@ FIGURES: tuple[Figure, ...] = (
 )
 """Every figure, in the order of the headline table's rows and of the docs' tables."""
 
-SERIES_BY_NAME = {s.name: s for s in SERIES}
 CANONICAL_SERIES = tuple(s.name for s in SERIES)
 COUNTERS = tuple(s.name for s in SERIES if s.kind == "counter")
 """Canonical series that are counters (the state is read apart, the others are gauges)."""

@@ -6,7 +6,7 @@ file is the contract between two programs that may not be the same version
 each file says what it is and which version of the contract it follows, in a
 first key like ``report.json``'s and ``manifest.json``'s::
 
-    {"schema": "harness.load-plan/3", "base_url": ..., ...}
+    {"schema": "harness.load-plan/4", "base_url": ..., ...}
 
 and the child reads it through the same ``Handoff`` the orchestrator wrote it
 with, which refuses another kind or version with a message that says so,

@@ -51,6 +51,22 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+def _addresses(host: str) -> set[str]:
+    """The addresses a loopback host names: ``localhost`` both families', an IP its own."""
+    if host.lower() == "localhost":
+        return {"127.0.0.1", "::1"}
+    try:
+        return {str(ipaddress.ip_address(host))}
+    except ValueError:
+        return {host}
+
+
+def same_endpoint(a: tuple[str, int], b: tuple[str, int]) -> bool:
+    """Whether two ``(host, port)`` name one socket however spelled (``localhost:5432``,
+    ``127.0.0.1:5432``); port 0 (any free port) is never the same as another."""
+    return a[1] == b[1] != 0 and bool(_addresses(a[0]) & _addresses(b[0]))
+
+
 def parse_address(text: str, what: str = "address", *, port_zero: bool = True) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port), refusing non-loopback hosts.
 

@@ -263,6 +263,11 @@ class Validated(Generic[M]):
             nearest = nearest[:-1]
         return self.index.get(nearest, self.index[()])
 
+    def key_node(self, path: YamlPath) -> yaml.Node:
+        """The node of the key that ends ``path`` (a mapping's key: an endpoint's, a build's
+        name), else ``node(path)``."""
+        return self.index.get((*path, _KEY)) or self.node(path)
+
 
 def validate_yaml(
     model: type[M], text: str, file: str, *, expected: str, reference: str = "docs/scenario.md"

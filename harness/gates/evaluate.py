@@ -76,6 +76,10 @@ def _lookup(build: Mapping[str, Any], path: tuple[str, ...], phase: str | None) 
     key = figure.phase_key if phase else figure.key
     if key is None:
         raise KeyError(".".join(path))
+    if phase and phase not in build["phases"]:  # an aborted build's later phase
+        why = (build.get("not_measured") or {}).get(f"phases.{phase}")
+        if why is not None:
+            raise _NotExposed(why)
     window = build["phases"][phase] if phase else build
     where = key.replace(ENDPOINT, endpoint or "")
     value = _dig(window, where, figure)
@@ -294,3 +298,14 @@ def evaluate_all(
 def gates_of(scenario: Scenario) -> list[Gate]:
     """The scenario's gates, parsed (they were checked when the scenario was loaded)."""
     return [parse_gate(g.expr, g.name) for g in scenario.gate_specs()]
+
+
+def value_of(node: Node, report: Report) -> tuple[float | None, str]:
+    """An expression's value against a report (a sweep's objective and scores), and why
+    it has none: a figure not measured, or a recovery not reached (``> N s``)."""
+    try:
+        return _value(node, report, None), ""
+    except _NotReached as exc:
+        return None, str(exc)
+    except _Missing as exc:
+        return None, str(exc)

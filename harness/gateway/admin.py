@@ -141,7 +141,9 @@ class Admin:
         except ValueError as exc:
             return _json({"error": f"body must be JSON ({exc})"}, 400)
         try:
-            faults = parse_override(data, allow_refuse=g.has_control)
+            faults = parse_override(
+                data, allow_refuse=g.has_control, allow_brownout=g.capacity is not None
+            )
         except OverrideError as exc:
             return _json({"error": str(exc)}, 400)
         g.override = faults

@@ -95,6 +95,8 @@ class _Served:
         for runner in self.runners:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(runner.cleanup(), 10 + SHUTDOWN_GRACE_S)
+        if gateway.capacity is not None:  # calls still queued or served for clients gone
+            await gateway.capacity.stop()
         if self.listener is not None:
             self.listener.release()
         gateway.ledger.close()

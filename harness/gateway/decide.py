@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from harness.core.fate import fate
 from harness.core.timeline import blip_on, phase_at
+from harness.scenario.distributions import Distribution
 from harness.scenario.faults import HANG_LIMIT_S as HANG_LIMIT_S
 from harness.scenario.faults import (
     ErrorFault,
@@ -104,9 +105,11 @@ class Action:
 HEALTHY = Action("respond")
 
 
-def sample_delay(fault: LatencyFault | LatencyComponent, rng: random.Random) -> float:
+def sample_delay(
+    fault: LatencyFault | LatencyComponent | Distribution, rng: random.Random
+) -> float:
     """Draw one delay in seconds from the fault's distribution (never negative, not ramped)."""
-    if isinstance(fault, LatencyFault) and fault.distribution == "mix":
+    if isinstance(fault, LatencyFault | Distribution) and fault.distribution == "mix":
         assert fault.mix is not None
         pick = rng.random() * sum(c.weight for c in fault.mix)
         for component in fault.mix:
@@ -178,6 +181,11 @@ def _weighted(choices: Mapping[int, float], u: float) -> int:
 def _whole_seconds(seconds: float | None) -> int | None:
     """A ``Retry-After`` value: whole seconds, rounded up (``1.5s`` -> 2)."""
     return None if seconds is None else math.ceil(seconds - 1e-9)
+
+
+_NOT_PER_CALL = ("healthy", "brownout")
+"""Faults that decide nothing about a call: ``brownout`` lowers the capacity in force
+(``harness.gateway.capacity``), so it is not listed among the faults that hit a call."""
 
 
 def _is_latency_type(fault: Fault) -> bool:
@@ -262,7 +270,7 @@ def decide(
     names: list[str] = []
     terminal: tuple[Fault, str] | None = None
     for i, fault in enumerate(listed):
-        if fault.type == "healthy" or not matches(fault.match, call):
+        if fault.type in _NOT_PER_CALL or not matches(fault.match, call):
             continue
         salt = "" if i == 0 else f"#{i}"
         if fate(seed, key, attempt, salt) >= fault.probability:

@@ -19,7 +19,7 @@ import csv
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from harness.core.errors import RunError
 
@@ -35,12 +35,19 @@ LEDGER_COLUMNS = (
     "client_gone",
     "path",
 )
+CAPACITY_COLUMNS = ("queue_s", "service_s", "abandoned", "rejected")
+"""Written after ``path`` by a gateway with ``pg.capacity`` (and only then: a ledger without
+them reads as no queue, ``harness.results.io.ledger_from_csv``)."""
 LEDGER_FLUSH_S = 0.5
 """The ledger reaches the file at least this often, so a killed gateway loses at most this much."""
 
-LedgerRow = tuple[float, str, int, str, str, int, str, float, bool, str]
-"""Values in ``LEDGER_COLUMNS`` order. ``path`` came last, so a ledger written before it
-had one reads the same up to there (``harness.results.io.ledger_from_csv``)."""
+LedgerRow = (
+    tuple[float, str, int, str, str, int, str, float, bool, str]
+    | tuple[float, str, int, str, str, int, str, float, bool, str, float, float, bool, bool]
+)
+"""Values in ``LEDGER_COLUMNS`` order, then ``CAPACITY_COLUMNS``'s under ``pg.capacity``. ``path``
+came last, so a ledger written before it had one reads the same up to there
+(``harness.results.io.ledger_from_csv``)."""
 
 
 class LedgerError(RunError):
@@ -68,11 +75,20 @@ class Ledger:
     """Every call the gateway received, as CSV with a header (``LEDGER_COLUMNS``).
 
     Without a path, rows are not kept at all. ``on_escaped`` is called for
-    each row whose key had to be escaped.
+    each row whose key had to be escaped. An existing file is refused
+    (``FileExistsError``) unless ``overwrite``: not appended to, because a
+    ledger is one gateway run's calls, reconciled against that run's samples,
+    and a second run's rows (and header) in it would be counted as the first's.
+    A device or FIFO (``/dev/stdout``) has no rows to lose and is written into.
     """
 
     def __init__(
-        self, path: str | Path | None, on_escaped: Callable[[], None] | None = None
+        self,
+        path: str | Path | None,
+        on_escaped: Callable[[], None] | None = None,
+        *,
+        overwrite: bool = False,
+        capacity: bool = False,
     ) -> None:
         self.path = Path(path) if path is not None else None
         self.escaped = 0
@@ -83,9 +99,10 @@ class Ledger:
         self._broken: LedgerError | None = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("w", newline="", encoding="utf-8")
+            into = overwrite or (self.path.exists() and not self.path.is_file())
+            self._file = self.path.open("w" if into else "x", newline="", encoding="utf-8")
             self._writer = csv.writer(self._file, lineterminator="\n")
-            self._writer.writerow(LEDGER_COLUMNS)
+            self._writer.writerow(LEDGER_COLUMNS + (CAPACITY_COLUMNS if capacity else ()))
             self._file.flush()
 
     def add(self, row: LedgerRow) -> None:
@@ -118,32 +135,7 @@ class Ledger:
             return
         rows, self._rows = self._rows, []
         try:
-            self._writer.writerows(
-                (
-                    f"{arrival:.6f}",
-                    self._key(key),
-                    attempt,
-                    phase,
-                    fault,
-                    status,
-                    decision,
-                    f"{duration:.6f}",
-                    "true" if gone else "false",
-                    escape_text(path),
-                )
-                for (
-                    arrival,
-                    key,
-                    attempt,
-                    phase,
-                    fault,
-                    status,
-                    decision,
-                    duration,
-                    gone,
-                    path,
-                ) in rows
-            )
+            self._writer.writerows(self._fields(row) for row in rows)
             self._file.flush()
         except Exception as exc:  # whatever it is, the rows are lost: never carry on quietly
             self._broken = LedgerError(
@@ -151,6 +143,32 @@ class Ledger:
                 f"({len(rows)} row(s) not written)"
             )
             raise self._broken from exc
+
+    def _fields(self, row: LedgerRow) -> tuple[object, ...]:
+        arrival, key, attempt, phase, fault, status, decision, duration, gone, path = row[:10]
+        fields: tuple[object, ...] = (
+            f"{arrival:.6f}",
+            self._key(key),
+            attempt,
+            phase,
+            fault,
+            status,
+            decision,
+            f"{duration:.6f}",
+            "true" if gone else "false",
+            escape_text(path),
+        )
+        if len(row) > 10:
+            queue_s, service_s, abandoned, rejected = cast(
+                tuple[float, float, bool, bool], row[10:]
+            )
+            fields += (
+                f"{queue_s:.6f}",
+                f"{service_s:.6f}",
+                "true" if abandoned else "false",
+                "true" if rejected else "false",
+            )
+        return fields
 
     async def keep_flushing(self) -> None:
         """Write the rows every ``LEDGER_FLUSH_S``; ends (raising) only if the ledger breaks."""

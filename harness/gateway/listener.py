@@ -86,9 +86,12 @@ class MainListener:
 
 
 async def steer(gateway: Gateway, listener: MainListener) -> None:
-    """Close the main listener while a refuse is in force and re-open it after."""
+    """Close the main listener while a refuse is in force and re-open it after; follow the
+    capacity in force (a brownout) at the same moments."""
     while True:
         gateway.changed.clear()
+        if gateway.capacity is not None:  # a brownout begins or ends with its phase (or override)
+            gateway.capacity.refresh()
         down = gateway.refusing_now()
         if down and listener.is_open:
             await listener.close()

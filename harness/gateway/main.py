@@ -76,7 +76,16 @@ def parser(
         + ("now)" if standalone else "at POST /__admin/start)"),
     )
     p.add_argument(
-        "--ledger", type=Path, metavar="PATH", help="write every call received to this CSV file"
+        "--ledger",
+        type=Path,
+        metavar="PATH",
+        help="write every call received to this CSV file (a new one: see --overwrite-ledger)",
+    )
+    p.add_argument(
+        "--overwrite-ledger",
+        action="store_true",
+        help="start an existing --ledger file afresh (refused otherwise: its rows would be "
+        "lost, and appending would mix two runs' calls)",
     )
     p.add_argument(
         "--timer",
@@ -137,9 +146,20 @@ def main(
             args.t0,
             args.ledger,
             precise_timer=args.timer == "timerfd",
+            overwrite_ledger=args.overwrite_ledger,
+            capacity=loaded.scenario.pg.capacity,
         )
     except InputError as exc:
         exit_for(exc, 2)
+    except FileExistsError:
+        exit_for(
+            InputError(
+                f"--ledger {args.ledger}: exists ({args.ledger.stat().st_size:,} bytes); its "
+                "rows would be lost: name a new file, or --overwrite-ledger to start it afresh "
+                "(not appended: a ledger is one run's calls)"
+            ),
+            2,
+        )
     except OSError as exc:
         exit_for(InputError(f"cannot write the ledger {args.ledger}: {exc.strerror}"), 2)
     sock: socket.socket | None = None

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from harness.core.yamlkeys import keys_at
 from harness.core.yamlmodel import describe_error
 from harness.scenario.faults import FAULT_TYPES, Fault, FaultOverride
 
@@ -61,12 +62,17 @@ def _error_text(error: ErrorDetails, single: bool) -> str:
         for i, p in enumerate(loc)
         if not (p in FAULT_TYPES and (i == 0 or isinstance(loc[i - 1], int)))
     ]
-    msg = describe_error(error)
+    unknown_key = error["type"] == "extra_forbidden"
+    known = keys_at(FaultOverride, error["loc"][:-1]) if unknown_key else None
+    msg = describe_error(error, known=known)
     return f"{'.'.join(shown)}: {msg}" if shown else msg
 
 
-def parse_override(data: Any, *, allow_refuse: bool) -> list[Fault]:
-    """Validate an override: a fault object, or ``{"faults": [...]}``; JSON text is parsed first."""
+def parse_override(data: Any, *, allow_refuse: bool, allow_brownout: bool = False) -> list[Fault]:
+    """Validate an override: a fault object, or ``{"faults": [...]}``; JSON text is parsed first.
+
+    ``allow_brownout``: the gateway has ``pg.capacity`` and this is not one call's header.
+    """
     if isinstance(data, str | bytes):
         try:
             data = load_json(data)
@@ -74,7 +80,10 @@ def parse_override(data: Any, *, allow_refuse: bool) -> list[Fault]:
             raise OverrideError(f"not JSON ({exc})") from None
     single = not (isinstance(data, dict) and "faults" in data and "type" not in data)
     try:
-        override = FaultOverride.model_validate({"faults": [data]} if single else data)
+        # by_name=False: one spelling per key, the scenario's (retry-after, never retry_after)
+        override = FaultOverride.model_validate(
+            {"faults": [data]} if single else data, by_alias=True, by_name=False
+        )
     except ValidationError as exc:
         raise OverrideError("; ".join(_error_text(e, single) for e in exc.errors())) from None
     except RecursionError:
@@ -84,6 +93,11 @@ def parse_override(data: Any, *, allow_refuse: bool) -> list[Fault]:
             "refuse takes the listener down: force it with PUT /__admin/fault on a gateway "
             "with a control listener (--control-port/--control-fd), not on one call or "
             "through the listener it closes"
+        )
+    if not allow_brownout and any(f.type == "brownout" for f in override.faults):
+        raise OverrideError(
+            "brownout lowers pg.capacity for every call: force it with PUT /__admin/fault on "
+            "a gateway with pg.capacity, not on one call or on a gateway without capacity"
         )
     return override.faults
 

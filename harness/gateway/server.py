@@ -11,6 +11,10 @@ body; the ``X-Harness-Fault`` header, else the live override, else the phase
 in force decides the answer. Malformed input (no key, a bad header, a body
 that is not JSON, however deeply nested) is answered 400 and recorded.
 
+With ``pg.capacity`` every call (approve or read) first waits for a slot and
+is served (``harness.gateway.queueing``), then answered as its faults say;
+its ledger row is written when that stage ends, even after its client left.
+
 ``GET /v1/catalogue/products/{id}`` (product reads) meets the same faults,
 unless a fault's ``match.path`` leaves it out, and answers the product
 (``{id, name, price}``, fixed by the id). Its fate and attempt count go by
@@ -21,103 +25,41 @@ the product and the request's ``Idempotency-Key`` or ``X-Request-Id``
 from __future__ import annotations
 
 import asyncio
-import json
+import math
+import random
 import time
-import uuid
-from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from harness.core.fate import fate
 from harness.core.net import reset
 from harness.core.precise_timer import PreciseTimer
 from harness.core.timeline import phase_at
+from harness.gateway.attempts import MAX_KEYS as MAX_KEYS
+from harness.gateway.attempts import AttemptCounts as AttemptCounts
+from harness.gateway.calls import InFlight, approved, malformed, slow_body, too_long
+from harness.gateway.capacity import limit_at
 from harness.gateway.connection import handler_of
 from harness.gateway.decide import (
     Action,
     Call,
     catalogue_key,
-    catalogue_product,
     decide,
     decide_at,
-    garbage,
     next_change,
     refusing,
+    sample_delay,
 )
 from harness.gateway.ledger import Ledger
 from harness.gateway.overrides import FAULT_HEADER, OverrideError, load_json, parse_override
-from harness.scenario.faults import Fault, Phase
+from harness.gateway.queueing import Capacity, Ticket
+from harness.scenario.capacity import GatewayCapacity
+from harness.scenario.faults import HANG_LIMIT_S, Fault, Phase
 
 _INVALID = Action("respond", "invalid-request", status=400)
-
-MAX_KEYS = 1_000_000
-"""Idempotency-Keys whose attempt count the gateway keeps (about 200 MB at the cap)."""
-
-
-class AttemptCounts:
-    """How many times each Idempotency-Key was called, for the ``max_keys`` most recent keys.
-
-    A key unused for longest is forgotten first; if it comes back, it counts
-    from attempt 1 again (and meets attempt 1's fate). Without a bound, every
-    unique key would cost memory for the gateway's whole life.
-    """
-
-    def __init__(self, max_keys: int = MAX_KEYS) -> None:
-        if max_keys < 1:
-            raise ValueError("max_keys must be at least 1")
-        self.max_keys = max_keys
-        self.forgotten = 0
-        """Keys dropped to stay within ``max_keys``."""
-        self._counts: OrderedDict[str, int] = OrderedDict()
-
-    def next(self, key: str) -> int:
-        """Count one more call of ``key``; return its attempt number (1 for a new key)."""
-        counts = self._counts
-        attempt = counts.pop(key, 0) + 1
-        counts[key] = attempt  # now the most recent
-        if len(counts) > self.max_keys:
-            counts.popitem(last=False)
-            self.forgotten += 1
-        return attempt
-
-    def __getitem__(self, key: str) -> int:
-        return self._counts.get(key, 0)
-
-    def __len__(self) -> int:
-        return len(self._counts)
-
-    def clear(self) -> None:
-        self._counts.clear()
-
-
-@dataclass(eq=False)
-class _Call:
-    """One call in progress (an approve call or a product read): what was decided and what
-    actually happened."""
-
-    arrival: float
-    started: float
-    key: str
-    attempt: int
-    phase: str
-    action: Action
-    fault: str
-    decision: str
-    path: str = ""
-    """The request's path, for the ledger."""
-    product: int | None = None
-    """The product a catalogue read asks for; None for an approve call."""
-    status: int = 0
-    outcome: str = "client_gone"
-    client_gone: bool = False
-    dropped: bool = False
-    """The gateway cut the connection itself (refuse, shutdown), not the client."""
-    transport: asyncio.Transport | None = None
-    finished: bool = False
-    """Counted and written to the ledger (once: at the end, or when the client left)."""
 
 
 class Gateway:
@@ -131,6 +73,8 @@ class Gateway:
         ledger_path: str | Path | None = None,
         precise_timer: bool = True,
         max_keys: int = MAX_KEYS,
+        overwrite_ledger: bool = False,
+        capacity: GatewayCapacity | None = None,
     ) -> None:
         self.phases = phases
         self.seed = seed
@@ -143,7 +87,7 @@ class Gateway:
         self.stopping = False
         self.changed = asyncio.Event()
         """Set when anything that may take the listener down or up changed (t0, override)."""
-        self._calls: set[_Call] = set()
+        self._calls: set[InFlight] = set()
         self.timer = PreciseTimer(precise_timer)
         """Injected delays end a fraction of a millisecond late; asyncio's round up to 1 ms."""
         self.registry = CollectorRegistry()
@@ -177,7 +121,18 @@ class Gateway:
             "Ledger rows whose Idempotency-Key was not valid UTF-8 and is written escaped",
             registry=self.registry,
         )
-        self.ledger = Ledger(ledger_path, on_escaped=self.ledger_escaped.inc)
+        self.ledger = Ledger(
+            ledger_path,
+            on_escaped=self.ledger_escaped.inc,
+            overwrite=overwrite_ledger,
+            capacity=capacity is not None,
+        )
+        self.capacity_settings = capacity
+        self.capacity = (
+            None
+            if capacity is None
+            else Capacity(capacity, self.timer, self.registry, self.capacity_limit)
+        )
 
     # ------------------------------------------------------------ time line
 
@@ -203,6 +158,11 @@ class Gateway:
         nxt = next_change(self.phases, t)
         return None if nxt is None else nxt - t
 
+    def capacity_limit(self) -> int:
+        """The slots in force now: ``pg.capacity.concurrency``, or less in a brownout."""
+        assert self.capacity_settings is not None
+        return limit_at(self.capacity_settings, self.phases, self.elapsed(), self.override)
+
     def drop_calls(self) -> None:
         """Mark every call in progress as cut by the gateway (the listener is going down)."""
         for call in self._calls:
@@ -221,26 +181,38 @@ class Gateway:
 
     async def approve(self, request: web.Request) -> web.StreamResponse:
         """``POST /v1/payments/approve``: needs an ``Idempotency-Key`` and a JSON body."""
-        return await self._handle(request, request.headers.get("Idempotency-Key", ""))
+        key = request.headers.get("Idempotency-Key", "")
+        return await self._handle(request, key, too_long=too_long("Idempotency-Key", key))
 
     async def catalogue(self, request: web.Request) -> web.StreamResponse:
         """``GET /v1/catalogue/products/{id}``: a product read, faulted like an approve call."""
         product = int(request.match_info["id"])
         headers = request.headers
-        request_id = headers.get("Idempotency-Key") or headers.get("X-Request-Id") or ""
-        return await self._handle(request, catalogue_key(product, request_id), product)
+        named = "Idempotency-Key" if headers.get("Idempotency-Key") else "X-Request-Id"
+        request_id = headers.get(named) or ""
+        return await self._handle(
+            request, catalogue_key(product, request_id), product, too_long(named, request_id)
+        )
 
     async def _handle(
-        self, request: web.Request, key: str, product: int | None = None
+        self,
+        request: web.Request,
+        key: str,
+        product: int | None = None,
+        too_long: str | None = None,
     ) -> web.StreamResponse:
         arrival = time.time()
         started = time.monotonic()
         t = None if self.t0 is None else arrival - self.t0
         phase = None if t is None else phase_at(self.phases, t)
         phase_name = phase.name if phase else "none"
-        call = _Call(arrival, started, key, 0, phase_name, _INVALID, "", "", request.path, product)
+        call = InFlight(
+            arrival, started, key, 0, phase_name, _INVALID, "", "", request.path, product
+        )
         if not key:
             return await self._invalid(request, call, "Idempotency-Key header is required")
+        if too_long is not None:
+            return await self._invalid(request, call, too_long)
         forced: list[Fault] | None = None
         header = request.headers.get(FAULT_HEADER)
         if header is not None:
@@ -292,7 +264,7 @@ class Gateway:
                 connection.on_peer_eof = None
             self._finish(call)
 
-    def _peer_eof(self, call: _Call) -> None:
+    def _peer_eof(self, call: InFlight) -> None:
         """The client's FIN came during the call: record it as gone now, as if it hung up.
 
         A FIN cannot tell a hang-up from a half-close, and clients that give up
@@ -309,28 +281,77 @@ class Gateway:
         if call.action.kind == "hang" and call.transport is not None:
             call.transport.close()
 
-    def _finish(self, call: _Call) -> None:
+    def _finish(self, call: InFlight) -> None:
         """Count the call and write its ledger row, once."""
         if call.finished:
             return
+        if call.ticket is not None and not call.ticket.over:
+            self._hold(call, call.ticket)
+            return
         call.finished = True
+        if call.ticket is not None:
+            if call.ticket.rejected is not None:  # even if its client left before hearing it
+                call.fault, call.decision = call.ticket.rejected, "none"
+            if call.client_gone:
+                call.status = 0  # as without capacity: a client gone heard nothing
         if call.attempt > 0:
             self._calls.discard(call)
             self.in_flight.dec()
         self._record(call)
 
-    async def _execute(self, request: web.Request, call: _Call) -> web.StreamResponse:
+    def _hold(self, call: InFlight, ticket: Ticket) -> None:
+        """The call is still queued or in service: its row is written when that ends.
+
+        A client gone meanwhile leaves its call served to the end (``abandoned``),
+        or, with ``cancel-on-disconnect``, cancelled and its connection closed.
+        """
+        assert ticket.task is not None and self.capacity is not None
+        if call.client_gone:
+            if self.capacity.settings.cancel_on_disconnect:
+                ticket.task.cancel()
+                if call.transport is not None:
+                    call.transport.close()
+            elif not call.abandoned:
+                call.abandoned = True
+                self.capacity.abandoned.inc()
+        if not call.held:
+            call.held = True
+            ticket.task.add_done_callback(lambda _task: self._finish(call))
+
+    def _queue_up(self, call: InFlight) -> Ticket:
+        """Enter ``pg.capacity`` on arrival (the body is read while it waits)."""
+        assert self.capacity is not None
+        action = call.action
+        rng = random.Random(fate(self.seed, call.key, call.attempt, "service"))
+        planned = sample_delay(self.capacity.settings.service, rng)
+        if action.kind != "hang":  # latency-type faults lengthen the service: they hold the slot
+            planned += action.delay_s
+        call.ticket = self.capacity.submit(min(planned, HANG_LIMIT_S), call.started)
+        return call.ticket
+
+    async def _execute(self, request: web.Request, call: InFlight) -> web.StreamResponse:
         action = call.action
         body: Any = None
+        ticket = None if self.capacity is None else self._queue_up(call)
         if action.reads_body and call.product is not None:
             await request.read()  # a read's body (usually none) means nothing: read past it
         elif action.reads_body:
             try:
                 body = load_json(await request.read())
             except ValueError as exc:
+                if ticket is not None and ticket.task is not None:
+                    ticket.task.cancel()  # nothing to serve: give up its place
                 return await self._invalid(request, call, f"body must be JSON ({exc})")
-        if action.delay_s > 0:  # counted from arrival, so reading and deciding are not added
-            await self.timer.sleep_until(call.started + action.delay_s)
+        wait = action.delay_s
+        if ticket is not None and ticket.task is not None and self.capacity is not None:
+            await asyncio.shield(ticket.task)
+            if ticket.rejected is not None:
+                answer = {"error": "gateway at capacity", "reason": ticket.rejected}
+                status = self.capacity.settings.full_status
+                return await self._send(request, call, web.json_response(answer, status=status))
+            wait = HANG_LIMIT_S if action.kind == "hang" else 0.0  # delays were served
+        if wait > 0:  # counted from arrival, so reading and deciding are not added
+            await self.timer.sleep_until(call.started + wait)
         if action.kind == "hang":  # waited HANG_LIMIT_S: answer rather than hold the socket forever
             call.decision = "error"
             return await self._send(
@@ -342,25 +363,14 @@ class Gateway:
             reset(request.transport)
             return web.Response()  # never sent: the connection is gone
         if action.kind == "malformed":
-            return self._malformed(request, call, body)
+            return malformed(request, call, self.seed, body)
         if action.kind == "slow-body":
-            return await self._slow_body(request, call, body)
+            return await slow_body(request, call, body)
         return await self._send(request, call, self._response(action, call, body))
 
-    def _approved(self, call: _Call, body: Any) -> dict[str, Any]:
-        """The good answer: the product for a read, an approval for a payment."""
-        if call.product is not None:
-            return catalogue_product(call.product)
-        return {
-            "status": "APPROVED",
-            "transactionId": uuid.uuid4().hex,
-            "amount": body.get("amount") if isinstance(body, dict) else None,
-            "attempt": call.attempt,
-        }
-
-    def _response(self, action: Action, call: _Call, body: Any) -> web.Response:
+    def _response(self, action: Action, call: InFlight, body: Any) -> web.Response:
         if action.body is None:
-            response = web.json_response(self._approved(call, body), status=action.status)
+            response = web.json_response(approved(call, body), status=action.status)
         elif isinstance(action.body, str):
             response = web.Response(text=action.body, status=action.status)
         else:
@@ -370,7 +380,7 @@ class Gateway:
         return response
 
     async def _send(
-        self, request: web.Request, call: _Call, response: web.StreamResponse
+        self, request: web.Request, call: InFlight, response: web.StreamResponse
     ) -> web.StreamResponse:
         """Write the whole answer inside the handler, so the ledger knows when it was out."""
         try:
@@ -384,7 +394,9 @@ class Gateway:
         call.outcome = str(response.status)
         return response
 
-    async def _invalid(self, request: web.Request, call: _Call, message: str) -> web.StreamResponse:
+    async def _invalid(
+        self, request: web.Request, call: InFlight, message: str
+    ) -> web.StreamResponse:
         """A 400 for a call the gateway cannot process; its ledger row says invalid-request."""
         call.fault = "invalid-request"
         call.decision = "none"
@@ -395,65 +407,29 @@ class Gateway:
             self._finish(call)
         return response
 
-    def _malformed(self, request: web.Request, call: _Call, body: Any) -> web.StreamResponse:
-        transport = request.transport
-        call.outcome = "malformed"
-        call.dropped = True
-        if transport is None or transport.is_closing():
-            return web.Response()
-        if call.action.malformed == "garbage":
-            transport.write(garbage(self.seed, call.key, call.attempt))
-        elif call.action.malformed == "truncated":
-            payload = json.dumps(self._approved(call, body)).encode()
-            head = (
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
-                f"Content-Length: {len(payload)}\r\n\r\n"
-            ).encode()
-            transport.write(head + payload[: len(payload) // 2])
-        transport.close()  # FIN once written; nothing more will follow
-        return web.Response()  # never sent: the connection is closed
-
-    async def _slow_body(self, request: web.Request, call: _Call, body: Any) -> web.StreamResponse:
-        """Status and headers at once; the body in ``chunks`` pieces, the last at ``duration``."""
-        action = call.action
-        payload = json.dumps(self._approved(call, body)).encode()
-        payload += b" " * max(0, action.chunks - len(payload))  # JSON allows trailing spaces
-        n = action.chunks
-        bounds = [round(i * len(payload) / n) for i in range(n + 1)]
-        response = web.StreamResponse(status=200)
-        response.content_type = "application/json"
-        response.content_length = len(payload)
-        loop = asyncio.get_running_loop()
-        try:
-            writer = await response.prepare(request)
-            if writer is not None and hasattr(writer, "send_headers"):
-                writer.send_headers()  # aiohttp would otherwise hold them for the first piece
-            begin = loop.time()
-            for k in range(1, n + 1):
-                await asyncio.sleep(max(0.0, begin + k * action.body_duration_s / n - loop.time()))
-                await response.write(payload[bounds[k - 1] : bounds[k]])
-            await response.write_eof()
-        except ConnectionError:
-            call.client_gone = True
-            call.outcome = "client_gone"
-            return response
-        call.status = 200
-        call.outcome = "200"
-        return response
-
-    def _record(self, call: _Call) -> None:
+    def _record(self, call: InFlight) -> None:
         self.calls.labels(call.phase, call.fault, call.outcome).inc()
+        row = (
+            call.arrival,
+            call.key,
+            call.attempt,
+            call.phase,
+            call.fault,
+            call.status,
+            call.decision,
+            time.monotonic() - call.started,
+            call.client_gone,
+            call.path,
+        )
+        if self.capacity is None:
+            self.ledger.add(row)
+            return
+        ticket = call.ticket
         self.ledger.add(
-            (
-                call.arrival,
-                call.key,
-                call.attempt,
-                call.phase,
-                call.fault,
-                call.status,
-                call.decision,
-                time.monotonic() - call.started,
-                call.client_gone,
-                call.path,
+            row
+            + (
+                (0.0, math.nan, False, False)
+                if ticket is None
+                else (ticket.queue_s, ticket.service_s, call.abandoned, ticket.rejected is not None)
             )
         )

@@ -7,6 +7,12 @@ earlier requests have returned. Each sample keeps its *intended* start, so
 latency = end - intended start (no coordinated omission, as wrk2); a request
 that could not start on time is still sent and its lateness recorded.
 
+An endpoint with ``retry`` retries a failed attempt in the request's own
+greenlet after its backoff (never holding up the schedule of first
+attempts): each retry is an attempt with its own row, index and intended
+start (its backoff's expiry), linked to the request by ``request``; none is
+due after the load's end plus the drain.
+
 Three roles, told by Locust's runner:
 
 - a single process (``LocalRunner``): the plan comes from the JSON file named
@@ -23,6 +29,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import random
 import socket
 import time
 from collections import Counter
@@ -41,7 +48,16 @@ from locust.runners import MasterRunner, WorkerRunner
 from harness.core.handoff import HandoffError
 from harness.core.net import is_loopback
 from harness.load.master import Coordinator
-from harness.load.plan import PROTOCOL, LoadPlan, Paths, idempotency_key, schedule
+from harness.load.plan import (
+    PROTOCOL,
+    LoadPlan,
+    Paths,
+    attempt_index,
+    failure_of,
+    idempotency_key,
+    retry_rng,
+    schedule,
+)
 from harness.load.recorder import FileRecorder, Recorder, WorkerRecorder, sample_row
 from harness.load.wire import Endpoint
 
@@ -112,6 +128,7 @@ class OpenModelUser(User):
         # Registered before the hello, so the answer cannot arrive before its handler.
         runner.register_message("harness_plan", _on_plan)
         runner.register_message("harness_go", _on_go)
+        runner.register_message("harness_stop", _on_stop)
         runner.send_message(
             "harness_hello",
             {"protocol": PROTOCOL, "host": socket.gethostname(), "pid": os.getpid()},
@@ -174,11 +191,48 @@ class OpenModelUser(User):
         limits = {name: ep.in_flight_limit(worker, workers) for name, ep in plan.endpoints.items()}
         open_now: Counter[str] = Counter()  # requests sent and not yet answered, per endpoint
 
+        retrying = {name: ep.retry for name, ep in plan.endpoints.items()}
+        planned = {name: plan.planned_count(name) for name in plan.endpoints}
+        last_due = start_at + plan.total_s + plan.drain_s  # no retry is due after this
+
         def send(name: str, index: int, intended: float, path: str, headers: str) -> None:
+            """One request: its first attempt, then (``retry``) each retry after its backoff,
+            as an attempt of its own (own index, intended start at the backoff's expiry)."""
+            endpoint, request, attempt, is_open = self.endpoints[name], index, 1, True
+            rng: random.Random | None = None
             try:
-                _send(recorder, self.endpoints[name], name, index, intended, path, headers)
+                while True:
+                    status, failure, retry_after, end = _send(
+                        recorder, endpoint, name, index, intended, path, headers, attempt, request
+                    )
+                    open_now[name] -= 1
+                    is_open = False
+                    retry = retrying[name]
+                    if (
+                        retry is None
+                        or attempt >= retry.max_attempts
+                        or not retry.retries(status, failure)
+                    ):
+                        return
+                    if rng is None:
+                        rng = retry_rng(plan.seed, name, request)
+                    intended = end + retry.wait_s(attempt, rng, retry_after)
+                    if intended > last_due:
+                        return
+                    attempt += 1
+                    index = attempt_index(request, attempt, planned[name])
+                    delay = intended - time.time()
+                    if delay > 0:
+                        gevent.sleep(delay)
+                    limit = limits[name]
+                    if limit is not None and open_now[name] >= limit:
+                        recorder.drop(name, index, intended, time.time(), attempt, request)
+                        return
+                    open_now[name] += 1
+                    is_open = True
             finally:
-                open_now[name] -= 1
+                if is_open:
+                    open_now[name] -= 1
                 inflight.discard(getcurrent())
                 if not inflight and not sending:
                     drained.set()
@@ -229,20 +283,29 @@ class OpenModelUser(User):
 
 def _send(
     recorder: Recorder, endpoint: Endpoint, name: str, index: int, intended: float, path: str,
-    headers: str,
-) -> None:  # fmt: skip
-    """Send one planned request and record it; latency counts from ``intended``."""
+    headers: str, attempt: int = 1, request: int | None = None,
+) -> tuple[int, str, float | None, float]:  # fmt: skip
+    """Send one attempt and record it; latency counts from ``intended``.
+
+    Returns what a retry needs: the status (0: no answer), the failure's kind
+    (``failure_of``), the answer's Retry-After and when it ended.
+    """
     actual = time.time()
-    recorder.started(name, index, intended, actual)
+    recorder.started(name, index, intended, actual, attempt, request)
+    retry_after: float | None = None
+    failure = ""
     try:
-        status, outcome = endpoint.request(path, headers)
+        status, outcome, retry_after = endpoint.request(path, headers)
         error = f"HTTP{status}" if status >= 400 else ""
     except Exception as exc:  # refused, reset, timed out, a broken answer: the row says which
-        status, outcome, error = 0, "", type(exc).__name__
+        status, outcome, error, failure = 0, "", type(exc).__name__, failure_of(exc)
     end = time.time()
     recorder.finished(
-        name, index, sample_row(name, index, intended, actual, end, status, error, outcome)
+        name,
+        index,
+        sample_row(name, index, intended, actual, end, status, error, outcome, attempt, request),
     )
+    return status, failure, retry_after, end
 
 
 def _wait_for_go(plan: LoadPlan) -> float:
@@ -270,8 +333,20 @@ def _on_go(environment: Environment, msg: Message, **_: Any) -> None:
     _NODE.go.set(msg.data["start_at"])
 
 
+def _on_stop(environment: Environment, msg: Message, **_: Any) -> None:
+    """The master is stopping the run: quit, which sends the last report (``_keep_samples``)."""
+    if environment.runner is not None:
+        gevent.spawn(environment.runner.quit)
+
+
 def _on_init(environment: Environment, **_: Any) -> None:
-    """Give the master its coordinator, once Locust's runner exists."""
+    """Give the master its coordinator, once Locust's runner exists; keep the samples at exit.
+
+    ``_keep_samples`` is added here, after the runner's own listeners: Locust fires
+    ``quitting`` in reverse order, so a worker's last report goes before its "quit" message
+    (after which the master no longer counts it as one of its workers).
+    """
+    environment.events.quitting.add_listener(_keep_samples)  # type: ignore[no-untyped-call]
     if isinstance(environment.runner, MasterRunner):
         try:
             plan = LoadPlan.read(os.environ["HARNESS_LOAD_PLAN"])
@@ -301,4 +376,3 @@ def _keep_samples(environment: Environment, **_: Any) -> None:
 
 
 events.init.add_listener(_on_init)  # type: ignore[no-untyped-call]
-events.quitting.add_listener(_keep_samples)  # type: ignore[no-untyped-call]

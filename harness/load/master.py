@@ -11,9 +11,12 @@ worker -> master    harness_hello    ``protocol``, ``host``, ``pid``
 master -> worker    harness_plan     ``plan`` (``LoadPlan``), ``worker`` (k), ``workers``;
                                      or ``error``
 worker -> master    harness_report   ``worker``, ``rows`` (``samples.csv`` lines
-                                     since the last report), ``state``, ``sent``, ``done``,
+                                     since the last report), ``state``, ``sent`` (attempts,
+                                     retries included), ``retried``, ``done``,
                                      ``max_lateness_s``, ``error``; every 0.5 s
 master -> workers   harness_go       ``start_at`` (Unix time of the load's start)
+master -> workers   harness_stop     (nothing): the run is being stopped; each worker
+                                     records what is in flight and sends its last report
 ==================  ===============  ==================================================
 
 Workers are numbered in the order they say hello; worker k sends the
@@ -23,6 +26,12 @@ kept), and ``progress.json`` holds the sum and each worker's own counters.
 The orchestrator reads it as it reads a single Locust process's. A worker
 that stops reporting (its process died, it quit, its machine went away)
 fails the run: state ``failed``, the reason in ``error``, exit code 3.
+
+However the master stops (the orchestrator's SIGTERM on Ctrl-C, a failure), it
+first asks every worker still sending to stop and waits up to ``LAST_REPORT_S``
+for each one's last report (its rows, and its requests still in flight, recorded
+unfinished) before it closes the files: a worker stopped at the same moment as
+its master must not lose what it had not yet reported.
 """
 
 from __future__ import annotations
@@ -45,6 +54,11 @@ from harness.load.recorder import atomic_json
 
 LOST_AFTER_S = 10.0
 """A worker silent this long (it reports every 0.5 s) has died or hangs: the run fails."""
+LAST_REPORT_S = 3.0
+"""How long a stopping master waits for its workers' last reports (the orchestrator gives
+its children 5 s after SIGTERM)."""
+FINAL_STATES = ("finished", "interrupted", "failed")
+"""A worker in one of these has sent its last report."""
 _POLL_S = 0.01
 _TICK_S = 0.5
 
@@ -72,6 +86,7 @@ class WorkerState:
             "state": self.state,
             "planned": c.get("planned", {}),
             "sent": c.get("sent", {}),
+            "retried": c.get("retried", {}),
             "done": c.get("done", {}),
             "dropped": c.get("dropped", {}),
             "max_lateness_s": c.get("max_lateness_s", 0.0),
@@ -210,6 +225,10 @@ class Coordinator:
         for w in self.workers.values():
             if w.state == "finished":
                 continue
+            if w.state in ("interrupted", "failed"):
+                # Stopped on its own (SIGTERM): the run cannot complete without its share.
+                self.fail(f"load worker {w.index} ({w.host}) stopped in state {w.state!r}")
+                raise _Failed
             # Locust marks a worker "missing" after 3 s without a heartbeat, and takes it back
             # when they resume: a busy worker is given LOST_AFTER_S before the run fails.
             if w.client_id not in clients:
@@ -234,14 +253,30 @@ class Coordinator:
         self.error = reason
         self.state = "failed"
         print(f"load: {reason}", flush=True)
+        gevent.spawn(self._quit_after_last_reports)
+
+    def _quit_after_last_reports(self) -> None:
+        # Locust's quit stops the master listening: the workers' last reports come first.
+        self.collect_last_reports()
         self.close()
-        gevent.spawn(self.runner.quit)
+        self.runner.quit()
 
     def interrupted(self) -> None:
-        """Locust is quitting before the plan was done (SIGTERM, its run-time bound)."""
+        """Locust is quitting (SIGTERM, a failure, the plan done): keep every worker's last rows."""
         if self.state not in ("finished", "failed"):
             self.state = "interrupted"
+        self.collect_last_reports()
         self.close()
+
+    def collect_last_reports(self) -> None:
+        """Ask the workers still sending to stop; wait (bounded) for each one's last report."""
+        sending = [w for w in self.workers.values() if w.state not in FINAL_STATES]
+        for w in sending:
+            with contextlib.suppress(Exception):  # a worker already gone: nothing to ask
+                self.runner.send_message("harness_stop", None, client_id=w.client_id)
+        deadline = time.monotonic() + LAST_REPORT_S
+        while time.monotonic() < deadline and any(w.state not in FINAL_STATES for w in sending):
+            gevent.sleep(_POLL_S)
 
     def close(self) -> None:
         for w in self.workers.values():
@@ -253,9 +288,9 @@ class Coordinator:
 
     def progress(self) -> None:
         summaries = {str(k): w.summary() for k, w in sorted(self.workers.items())}
-        total: dict[str, dict[str, int]] = {"sent": {}, "done": {}, "dropped": {}}
+        total: dict[str, dict[str, int]] = {"sent": {}, "retried": {}, "done": {}, "dropped": {}}
         for s in summaries.values():
-            for key in ("sent", "done", "dropped"):
+            for key in ("sent", "retried", "done", "dropped"):
                 for name, n in s[key].items():
                     total[key][name] = total[key].get(name, 0) + int(n)
         atomic_json(

@@ -28,12 +28,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.core.handoff import Handoff
 from harness.core.rates import RateProfile
 
-PROTOCOL = 3
+if TYPE_CHECKING:  # the load generator reads plans, never a scenario
+    from harness.scenario.schema import Scenario
+
+PROTOCOL = 4
 """Version of what the load generator is handed: ``plan.json`` (its ``schema`` says it) and the
 messages between a Locust master and its workers (``harness.load.master``), which carry the
 same plan. One number for both: a plan a worker gets by message is the file's payload."""
@@ -47,13 +50,77 @@ SAMPLE_COLUMNS = (
     "status",
     "error",
     "outcome",
+    "attempt",
+    "request",
 )
-"""Columns of ``samples.csv``: one row per request; times are Unix seconds."""
+"""Columns of ``samples.csv``: one row per attempt; times are Unix seconds. ``attempt`` is 1
+for a request's first attempt; ``request`` is the ``index`` of its first attempt."""
 DROPPED = "Dropped"
 """The ``error`` of a row whose request was never sent: its endpoint's ``max_in_flight``
 requests were all open when it was due (k6's dropped iteration). Its ``end`` is empty."""
 
 Arrivals = Literal["uniform", "poisson"]
+
+
+@dataclass(frozen=True)
+class RetryPlan:
+    """How the client retries one endpoint's failed requests (``traffic.<ep>.retry``)."""
+
+    max_attempts: int
+    backoff_s: float
+    multiplier: float
+    max_backoff_s: float
+    jitter: Literal["full", "equal", "none"] = "full"
+    on: tuple[str, ...] = ("timeout", "5xx", "connection")
+    retry_after: Literal["honour", "ignore"] = "honour"
+
+    def retries(self, status: int, failure: str = "") -> bool:
+        """Whether an attempt that ended so is retried (``status`` 0: no answer, ``failure``
+        then says why: ``failure_of``)."""
+        if status:
+            if status == 429:
+                return "429" in self.on
+            if status == 503 and "503" in self.on:
+                return True
+            return 500 <= status <= 599 and "5xx" in self.on
+        return bool(failure) and failure in self.on
+
+    def wait_s(self, retry: int, rng: random.Random, retry_after_s: float | None = None) -> float:
+        """Seconds before retry ``retry`` (1: the request's second attempt) is due.
+
+        ``min(max_backoff, backoff x multiplier^(retry-1))``, jittered; a ``Retry-After``
+        the answer gave replaces it when honoured (as urllib3's ``Retry`` does), unjittered
+        and uncapped: the run's end bounds it.
+        """
+        if retry_after_s is not None and self.retry_after == "honour":
+            return max(0.0, retry_after_s)
+        b = min(self.max_backoff_s, self.backoff_s * self.multiplier ** (retry - 1))
+        if self.jitter == "full":
+            return rng.uniform(0.0, b)
+        if self.jitter == "equal":
+            return b / 2 + rng.uniform(0.0, b / 2)
+        return b
+
+
+def failure_of(exc: BaseException) -> str:
+    """What kind of failure an attempt's exception is, as ``retry.on`` names it: ``timeout``
+    (no answer within the endpoint's timeout), ``connection`` (refused, reset, closed before
+    the whole answer: ``harness.load.wire``), or ``""`` (a broken answer: never retried)."""
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return "connection" if isinstance(exc, OSError) else ""
+
+
+def retry_rng(seed: int, name: str, request: int) -> random.Random:
+    """The jitter of one request's retries: the same in every build and worker split."""
+    return random.Random(f"{seed}:{name}:{request}:retry")
+
+
+def attempt_index(request: int, attempt: int, planned: int) -> int:
+    """The ``index`` of a request's ``attempt``-th attempt: the request's own for the first,
+    then ``request + (attempt - 1) x planned`` (``planned``: the endpoint's requests, all
+    workers), so every attempt's index is unique without the workers agreeing on anything."""
+    return request + (attempt - 1) * planned
 
 
 @dataclass(frozen=True)
@@ -78,6 +145,8 @@ class EndpointPlan:
     count: int | None = None
     max_in_flight: int | None = None
     """At most this many requests open at once, all workers together (k6's maxVUs)."""
+    retry: RetryPlan | None = None
+    """The client retries failed requests; None: each request is sent once."""
 
     def in_flight_limit(self, worker: int, workers: int) -> int | None:
         """Worker ``worker``'s share of ``max_in_flight``, split as the requests are: the
@@ -140,6 +209,9 @@ class LoadPlan:
                     **ep,
                     "params": {k: tuple(v) for k, v in ep.get("params", {}).items()},
                     "knots": tuple(tuple(k) for k in ep.get("knots", ())),
+                    "retry": None
+                    if ep.get("retry") is None
+                    else RetryPlan(**{**ep["retry"], "on": tuple(ep["retry"]["on"])}),
                 }
             )
             for name, ep in data.pop("endpoints").items()
@@ -258,3 +330,40 @@ def idempotency_key(seed: int, name: str, index: int) -> str:
     """The request's Idempotency-Key: every build, and every worker, sends the same one, so the
     gateway's seeded faults give every build the same fate for the same payment."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{name}/{index}"))
+
+
+def endpoint_plans(scenario: Scenario) -> dict[str, EndpointPlan]:
+    """Each endpoint of the scenario's traffic as the load generator is handed it: one
+    mapping for ``harness run`` (``plan_for``) and ``harness simulate``, so both send the
+    same arrivals, paths, bodies, keys and client retries."""
+    endpoints = {}
+    for n, e in scenario.traffic.items():
+        # Measured-window time to the load's own (0 at the warmup's start).
+        profile = scenario.rate_profile(n).shifted(scenario.warmup)
+        endpoints[n] = EndpointPlan(
+            method=e.method,
+            path=e.path,
+            rate=e.rate if e.rate is not None else profile.peak,
+            timeout_s=e.timeout,
+            params=dict(e.params),
+            body=e.body,
+            idempotency_key=e.idempotency_key,
+            knots=() if e.rate is not None else profile.knots,
+            arrivals=e.arrivals,
+            max_in_flight=e.max_in_flight,
+            retry=None
+            if e.retry is None
+            else RetryPlan(
+                max_attempts=e.retry.max_attempts,
+                backoff_s=e.retry.backoff,
+                multiplier=e.retry.multiplier,
+                max_backoff_s=e.retry.max_backoff,
+                jitter=e.retry.jitter,
+                on=tuple(e.retry.on),
+                retry_after=e.retry.retry_after,
+            ),
+            count=poisson_count(scenario.seed, n, profile.total)
+            if e.arrivals == "poisson"
+            else None,
+        )
+    return endpoints

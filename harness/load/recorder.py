@@ -1,4 +1,4 @@
-"""What the load generator measured: one row per request, counters, and where they go.
+"""What the load generator measured: one row per attempt, counters, and where they go.
 
 A ``Recorder`` keeps the rows of finished requests and the counters the
 orchestrator watches (sent, done, lateness, state). Where the rows go is the
@@ -47,24 +47,26 @@ def atomic_json(path: str, data: dict[str, Any]) -> None:
 
 def sample_row(
     name: str, index: int, intended: float, actual: float, end: float | None, status: int,
-    error: str, outcome: str,
+    error: str, outcome: str, attempt: int = 1, request: int | None = None,
 ) -> Row:  # fmt: skip
     """One ``samples.csv`` row (``SAMPLE_COLUMNS``) as its CSV line; times to the microsecond.
+    ``request`` is the index of the request's first attempt (``index`` itself by default).
 
     The line ``csv.writer`` would write, made by one f-string: formatting rows as
     they finish, rather than in ``csv.writer.writerows`` at each flush, keeps the
     flush from holding the load's loop (8 ms for 8,000 rows).
     """
+    request = index if request is None else request
     line = (
         f"{name},{index},{intended:.6f},{actual:.6f},{'' if end is None else f'{end:.6f}'},"
-        f"{status},{error},{outcome}\r\n"
+        f"{status},{error},{outcome},{attempt},{request}\r\n"
     )
-    if line.count(",") == 7 and '"' not in line and line.find("\r") == len(line) - 2:
+    if line.count(",") == 9 and '"' not in line and line.find("\r") == len(line) - 2:
         return line  # no field holds a comma, a quote or a line break: nothing to quote
     out = io.StringIO()
     csv.writer(out).writerow(
         (name, index, f"{intended:.6f}", f"{actual:.6f}", "" if end is None else f"{end:.6f}",
-         status, error, outcome)
+         status, error, outcome, attempt, request)
     )  # fmt: skip
     return out.getvalue()
 
@@ -77,11 +79,14 @@ class Recorder:
         self.worker = worker
         self.pending: list[Row] = []
         self.sent: Counter[str] = Counter()
+        """Attempts sent, retries included."""
+        self.retried: Counter[str] = Counter()
+        """Retries sent (attempts after a request's first)."""
         self.done: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
         """Arrivals not sent: the endpoint's ``max_in_flight`` requests were all open."""
         self.max_lateness_s = 0.0
-        self.active: dict[tuple[str, int], tuple[float, float]] = {}
+        self.active: dict[tuple[str, int], tuple[float, float, int, int]] = {}
         self.state = "starting"
         self.start_at: float | None = None
         self.error: str | None = None
@@ -94,12 +99,19 @@ class Recorder:
             name: len(range(k, self.plan.planned_count(name), n)) for name in self.plan.endpoints
         }
 
-    def started(self, name: str, index: int, intended: float, actual: float) -> None:
+    def started(
+        self, name: str, index: int, intended: float, actual: float, attempt: int = 1,
+        request: int | None = None,
+    ) -> None:  # fmt: skip
         lateness = actual - intended
         if lateness > self.max_lateness_s:
             self.max_lateness_s = lateness
         self.sent[name] += 1
-        self.active[(name, index)] = (intended, actual)
+        if attempt > 1:
+            self.retried[name] += 1
+        self.active[(name, index)] = (
+            intended, actual, attempt, index if request is None else request,
+        )  # fmt: skip
 
     def finished(self, name: str, index: int, row: Row) -> None:
         if self.active.pop((name, index), None) is None:
@@ -107,17 +119,24 @@ class Recorder:
         self.done[name] += 1
         self.pending.append(row)
 
-    def drop(self, name: str, index: int, intended: float, now: float) -> None:
-        """Record an arrival that was not sent (k6's dropped iteration): a row, so every
-        planned request still has one, marked ``Dropped`` and never counted as sent."""
+    def drop(
+        self, name: str, index: int, intended: float, now: float, attempt: int = 1,
+        request: int | None = None,
+    ) -> None:  # fmt: skip
+        """Record an arrival (or a retry) that was not sent (k6's dropped iteration): a row, so
+        every planned attempt still has one, marked ``Dropped`` and never counted as sent."""
         self.dropped[name] += 1
-        self.pending.append(sample_row(name, index, intended, now, None, 0, DROPPED, ""))
+        self.pending.append(
+            sample_row(name, index, intended, now, None, 0, DROPPED, "", attempt, request)
+        )
 
     def abandon_active(self) -> None:
         """Record requests still unanswered when the drain bound ran out: never drop one."""
-        for (name, index), (intended, actual) in self.active.items():
+        for (name, index), (intended, actual, attempt, request) in self.active.items():
             self.pending.append(
-                sample_row(name, index, intended, actual, None, 0, "Unfinished", "")
+                sample_row(
+                    name, index, intended, actual, None, 0, "Unfinished", "", attempt, request
+                )
             )
         self.active.clear()
 
@@ -128,6 +147,7 @@ class Recorder:
             "start_at": self.start_at,
             "planned": self.planned(),
             "sent": dict(self.sent),
+            "retried": dict(self.retried),
             "done": dict(self.done),
             "dropped": dict(self.dropped),
             "max_lateness_s": self.max_lateness_s,

@@ -30,6 +30,7 @@ does what a planned request needs and nothing else:
 from __future__ import annotations
 
 import _socket
+import email.utils
 import errno
 import json
 import os
@@ -73,6 +74,9 @@ class Answer(NamedTuple):
     status: int
     outcome: str
     """The outcome header's value (``X-Outcome``), ``""`` when absent."""
+    retry_after_s: float | None = None
+    """A 429 or 503 answer's ``Retry-After`` in seconds (delta-seconds or an HTTP date);
+    None when absent, unreadable, or another status (read only for those two)."""
 
 
 class Endpoint:
@@ -159,7 +163,7 @@ class Endpoint:
                     conn.sendall(data)
                 except (ConnectionResetError, BrokenPipeError) as exc:
                     raise NoAnswer(str(exc)) from None
-                status, outcome, keep = self._read(conn)
+                status, outcome, keep, retry_after = self._read(conn)
             except NoAnswer:  # before any byte of the answer: maybe a connection gone stale
                 conn.close()
                 if reused and self.retry:
@@ -174,7 +178,7 @@ class Endpoint:
                 self.idle.append(conn)
             else:
                 conn.close()
-            return Answer(status, outcome)
+            return Answer(status, outcome, retry_after)
 
     def _connection(self) -> tuple[_Plain | _Tls, bool]:
         """An idle connection that is still open, else a new one; and whether it is reused."""
@@ -213,8 +217,9 @@ class Endpoint:
 
     # ------------------------------------------------------------ the answer
 
-    def _read(self, sock: _Plain | _Tls) -> tuple[int, str, bool]:
-        """Read one answer off ``sock``: (status, outcome header, connection reusable)."""
+    def _read(self, sock: _Plain | _Tls) -> tuple[int, str, bool, float | None]:
+        """Read one answer off ``sock``: (status, outcome header, connection reusable,
+        Retry-After of a 429/503)."""
         try:
             buf = sock.recv_first()
         except (ConnectionResetError, BrokenPipeError) as exc:
@@ -249,8 +254,13 @@ class Endpoint:
         # HTTP/1.0 closes unless it says keep-alive; 1.1 keeps it unless it says close.
         keep = b"keep-alive" in connection if head[7:8] == b"0" else b"close" not in connection
         outcome = _field(head, lower, self.outcome_key).decode("latin-1")
+        retry_after = (
+            retry_after_s(_field(lower, lower, b"\r\nretry-after:"))
+            if status in (429, 503)
+            else None
+        )
         if self.bodyless or status in (204, 304) or status == 101:
-            return status, outcome, keep and status != 101 and not rest
+            return status, outcome, keep and status != 101 and not rest, retry_after
         if b"chunked" in _field(lower, lower, b"\r\ntransfer-encoding:"):
             rest = _skip_chunked(sock, rest)
         else:
@@ -258,7 +268,7 @@ class Endpoint:
             if not length:  # the body runs until the server closes
                 while sock.recv():
                     pass
-                return status, outcome, False
+                return status, outcome, False, retry_after
             if not length.isdigit():
                 raise BadResponse(f"Content-Length {length!r}")
             left = int(length) - len(rest)
@@ -268,7 +278,7 @@ class Endpoint:
                 if not more:
                     raise ConnectionClosed("closed in the middle of an answer's body")
                 left -= len(more)
-        return status, outcome, keep and not rest
+        return status, outcome, keep and not rest, retry_after
 
 
 class _Plain:
@@ -384,6 +394,21 @@ class _Tls:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def retry_after_s(value: bytes, now: float | None = None) -> float | None:
+    """``Retry-After`` (RFC 9110 10.2.3) in seconds from ``now``: delta-seconds or an HTTP
+    date; None when empty or unreadable."""
+    text = value.decode("latin-1").strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _field(head: bytes, lower: bytes, key: bytes) -> bytes:

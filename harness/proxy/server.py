@@ -35,8 +35,6 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from harness.core.errors import RunError
 from harness.core.net import (
     BACKLOG,
@@ -45,10 +43,11 @@ from harness.core.net import (
     OpenFiles,
     is_loopback,
     parse_address,
+    same_endpoint,
 )
 from harness.core.precise_timer import PreciseTimer
 from harness.proxy.relay import Connection, Refuser, Stats
-from harness.proxy.toxics import ProxyConfigError, ProxyPhase, Schedule, Toxic, ToxicSet
+from harness.proxy.toxics import ProxyPhase, Schedule, Toxic, check_toxics
 
 _HTTP_ERRORS = (
     TimeoutError,
@@ -89,6 +88,8 @@ class Proxy:
             host, port = parse_address(listen, "listen")
             self.listen = ("127.0.0.1" if host.lower() == "localhost" else host, port)
         self.upstream = parse_address(upstream, "upstream", port_zero=False)
+        if same_endpoint(self.listen, self.upstream):
+            raise AddressError(_own_upstream(self.listen, self.upstream))
         self.seed = seed
         self.schedule = schedule or Schedule()
         self.t0 = t0
@@ -169,6 +170,8 @@ class Proxy:
             raise RunError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._servers.append(server)
         self.port = int(server.sockets[0].getsockname()[1])
+        if same_endpoint((host, self.port), self.upstream):  # port 0 picked the upstream's
+            raise RunError(_own_upstream((host, self.port), self.upstream))
         if self.schedule.phases:
             self.t0 = time.time() if self.t0 is None else self.t0
             self.spawn(self._run_schedule())
@@ -178,11 +181,7 @@ class Proxy:
         self, toxics: Sequence[Toxic | Mapping[str, Any]], phase: str | None = None
     ) -> None:
         """Put these toxics in force now, on new connections and on every open one."""
-        try:
-            checked = ToxicSet.model_validate({"toxics": list(toxics)}).toxics
-        except ValidationError as exc:
-            raise ProxyConfigError(f"invalid toxics: {exc}") from None
-        self._toxics = tuple(checked)
+        self._toxics = tuple(check_toxics(toxics))
         self.phase = phase
         for conn in list(self._conns):
             conn.apply(self._toxics)
@@ -283,3 +282,11 @@ class Proxy:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
+
+
+def _own_upstream(listen: tuple[str, int], upstream: tuple[str, int]) -> str:
+    return (
+        f"listen {listen[0]}:{listen[1]} is its own upstream {upstream[0]}:{upstream[1]}: "
+        "every connection would connect back to the proxy, fanning out until it runs out "
+        "of files; give --upstream the dependency's address and --listen another port"
+    )

@@ -10,16 +10,18 @@ like a scenario's ``pg.phases``. Every key and what a client sees: docs/proxy.md
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from harness.core.durations import Duration
 from harness.core.errors import InputError, ScenarioError
 from harness.core.timeline import ordered_phases, phase_at
+from harness.core.yamlkeys import keys_at
 from harness.core.yamlmodel import StrictModel as _Model
-from harness.core.yamlmodel import display_name, read_text_file, validate_yaml
+from harness.core.yamlmodel import describe_error, display_name, read_text_file, validate_yaml
 
 Direction = Literal["upstream", "downstream"]
 Stream = Literal["upstream", "downstream", "both"]
@@ -134,6 +136,23 @@ class ToxicSet(_Model):
                     raise ValueError(f"two {toxic.type} toxics on the {direction} stream")
                 seen.add((toxic.type, direction))
         return toxics
+
+
+def check_toxics(toxics: Sequence[Toxic | Mapping[str, Any]]) -> list[Toxic]:
+    """Toxics given to ``Proxy.set_toxics``, checked as a schedule's are: kebab-case keys only
+    (``average-size``; ``average_size`` is refused with the right spelling)."""
+    try:
+        return ToxicSet.model_validate(
+            {"toxics": list(toxics)}, by_alias=True, by_name=False
+        ).toxics
+    except ValidationError as exc:
+        said = []
+        for error in exc.errors():
+            loc = error["loc"]
+            known = keys_at(ToxicSet, loc[:-1]) if error["type"] == "extra_forbidden" else None
+            where = ".".join(str(p) for p in loc)
+            said.append(f"{where}: {describe_error(error, known=known, quote_input=True)}")
+        raise ProxyConfigError(f"invalid toxics: {'; '.join(said)}") from None
 
 
 class ProxyPhase(ToxicSet):

@@ -93,7 +93,7 @@ def time_axes(ax: Axes, scenario: Scenario, span: Span, bottom: bool) -> None:
             if z - a > 0.03 * (span.stop - span.start):
                 ax.text((a + z) / 2, 0.98, name, ha="center", transform=at, **LABEL_STYLE)
     for phase in scenario.pg.phases:
-        if phase.fault.type == "healthy":
+        if phase.fault.type == "healthy" and phase.target is None:  # a capped phase is shaded
             ax.text(phase.start, 0.98, f" {phase.name}", transform=at, **LABEL_STYLE)
             continue
         for a, z in shaded_windows(phase):
@@ -130,6 +130,18 @@ def empty(ax: Axes, text: str, keep_x: bool = True) -> None:
     ax.set_yticks([])
     if not keep_x:
         ax.set_xticks([])
+
+
+def shared_rows(
+    axes: Sequence[Axes], top: float, scenario: Scenario, span: Span, drawn: bool
+) -> None:
+    """A chart of one row per build: every row's y axis up to ``top`` (plus room), and a
+    first row that says so when there was no build to draw."""
+    for ax in axes:
+        ax.set_ylim(0, top * 1.15)
+    if not drawn:
+        empty(axes[0], "no builds in this run")
+        time_axes(axes[0], scenario, span, bottom=True)
 
 
 def legend(ax: Axes, handles: Sequence[Handle] | None = None) -> None:

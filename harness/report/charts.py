@@ -54,9 +54,12 @@ from harness.report.chart_style import (
     new_figure,
     note,
     save,
+    shared_rows,
     state_style,
     time_axes,
 )
+from harness.report.recovery_chart import CAPTION as RECOVERY_CAPTION
+from harness.report.recovery_chart import draw_recovery
 from harness.results.model import RunResult
 from harness.scenario.schema import Scenario
 
@@ -91,6 +94,7 @@ CAPTIONS = {
     "build: each has its own breaker), as sampled at each metrics scrape.",
     "db_pool": "DB connections per build over time (HikariCP): in use (solid), threads "
     "waiting for one (dashed) and the pool's size (dotted); only builds with a pool.",
+    "recovery": RECOVERY_CAPTION,
 }
 """One line per chart saying what it shows, for reports that embed the PNGs."""
 
@@ -156,6 +160,10 @@ def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, 
     if any(len(b.series(name)[0]) for b in builds for name in POOL_SERIES):
         drawers["db_pool"] = _db_pool
         keys.append("db_pool")
+    if scenario.recovery is not None:  # the verdict's chart (report.recovery_chart)
+        results = list(run.builds.values())
+        drawers["recovery"] = lambda bs, sc, sp: draw_recovery(results, bs, sc, sp)
+        keys.append("recovery")
     return {key: save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in keys}
 
 
@@ -166,12 +174,12 @@ def _prepare(run: RunResult, scenario: Scenario) -> list[_Build]:
     """Shift every build onto its own measured-window clock and derive what the charts need."""
     builds = []
     for i, (name, b) in enumerate(run.builds.items()):
-        t0 = b.t0
+        t0, requests = b.t0, b.requests  # a retried request's attempts as one
         samples = pd.DataFrame(
             {
-                "endpoint": b.samples["endpoint"].astype(str).to_numpy(),
-                "t": b.samples["intended_start"].to_numpy(dtype=float) - t0,
-                "latency": (b.samples["end"] - b.samples["intended_start"]).to_numpy(dtype=float),
+                "endpoint": requests["endpoint"].astype(str).to_numpy(),
+                "t": requests["intended_start"].to_numpy(dtype=float) - t0,
+                "latency": (requests["end"] - requests["intended_start"]).to_numpy(dtype=float),
             }
         )
         canon = pd.DataFrame({"t": [], "series": [], "value": []})
@@ -282,11 +290,7 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
         time_axes(ax, scenario, span, bottom=ax is axes[-1])
         handles = [Line2D([], [], label=k, **v) for k, v in list(styles.items())[1:]]
         legend(ax, [Patch(label=next(iter(styles)), **offered_style), *handles])
-    for ax in axes:
-        ax.set_ylim(0, top * 1.15)
-    if not builds:
-        empty(axes[0], "no builds in this run")
-        time_axes(axes[0], scenario, span, bottom=True)
+    shared_rows(axes, top, scenario, span, drawn=bool(builds))
     return fig
 
 

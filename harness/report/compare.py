@@ -99,6 +99,13 @@ def compare_runs(
         rows = compare_builds(report_a["builds"][first], report_a["builds"][second])
         return [first, second], {f"{first} vs {second}": rows}
     shared = [n for n in report_a["builds"] if n in report_b["builds"]]
+    if not shared:
+        raise InputError(
+            f"no build in common: run {report_a.get('run_id')} has "
+            f"{', '.join(report_a['builds']) or 'no build'}, run {report_b.get('run_id')} has "
+            f"{', '.join(report_b['builds']) or 'no build'}; nothing to compare (two builds "
+            "of one run: --build A --build B)"
+        )
     chosen = builds or shared
     missing = [n for n in chosen if n not in shared]
     if missing:
@@ -107,6 +114,24 @@ def compare_runs(
     return labels, {
         name: compare_builds(report_a["builds"][name], report_b["builds"][name]) for name in chosen
     }
+
+
+PLAN_KEYS = ("duration_s", "warmup_s", "phases")
+"""What two runs of one scenario share unless the scenario was edited between them."""
+
+
+def unrelated(report_a: Report, report_b: Report, what: str = "the two runs") -> list[str]:
+    """Why the figures of two reports may not be comparable (warnings; empty when they are):
+    other scenarios, or one scenario whose plan changed (duration, warmup, phases, endpoints)."""
+    a, b = report_a["scenario"], report_b["scenario"]
+    if a != b:
+        return [f"{what} are of different scenarios ({a} and {b}): figures of different plans"]
+    changed = [key for key in PLAN_KEYS if report_a.get(key) != report_b.get(key)]
+    if sorted(report_a["endpoints"]) != sorted(report_b["endpoints"]):
+        changed.append("endpoints")
+    if not changed:
+        return []
+    return [f"{what} are of scenario {a}, edited between them: {', '.join(changed)} differ"]
 
 
 def _noise(row: Row) -> str:
@@ -128,9 +153,12 @@ def rich_tables(labels: list[str], groups: dict[str, list[Row]]) -> list[Table]:
     return tables
 
 
-def markdown(labels: list[str], groups: dict[str, list[Row]]) -> str:
-    """The comparison as Markdown, for a pull-request comment."""
-    out = []
+def markdown(
+    labels: list[str], groups: dict[str, list[Row]], warnings: list[str] | None = None
+) -> str:
+    """The comparison as Markdown, for a pull-request comment (its warnings first)."""
+    out = [f"> **warning**: {w}" for w in warnings or []]
+    out += [""] if out else []
     for title, rows in groups.items():
         out += [
             f"### {title}",

@@ -121,7 +121,7 @@ def run_entry(run_dir: Path, source: str | None = None) -> IndexEntry:
         return entry
     try:
         report = read_report(path)
-    except (OSError, ValueError) as exc:
+    except InputError as exc:  # cut short, of another schema, a figure mistyped
         entry.problem = f"report.json unreadable: {exc}"
         return entry
     entry.run_id = report.get("run_id") or run_dir.name

@@ -46,7 +46,7 @@ h3 { font-size: 1.05em; margin: 1.4em 0 .4em; }
 .status { display: inline-block; padding: .1em .6em; border-radius: .8em; font-weight: 600;
           background: #eee; }
 .status-completed { background: #d9f2d9; color: #1e5e1e; }
-.status-failed, .status-interrupted { background: #f8d7d7; color: #7a1a1a; }
+.status-failed, .status-interrupted, .status-aborted { background: #f8d7d7; color: #7a1a1a; }
 table { border-collapse: collapse; margin: .6em 0 1.2em; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d0d0d0; padding: .28em .7em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }

@@ -77,12 +77,18 @@ def headline_rows(report: Report) -> list[list[str]]:
         row(f"{ep} achieved rps ({whole})", f"{ep}.achieved_rps")
         if any(report["builds"][b]["endpoints"][ep].get("dropped") for b in builds):
             row(f"{ep} dropped by max-in-flight ({whole})", f"{ep}.dropped")
+        if "retry" in report["endpoints"][ep]:  # a client that retries: what it added
+            row(f"{ep} offered rps, first attempts ({whole})", f"{ep}.offered_rps")
+            row(f"{ep} admitted rps, attempts sent ({whole})", f"{ep}.admitted_rps")
+            row(f"{ep} retried rps ({whole})", f"{ep}.retried_rps")
+            row(f"{ep} requests retried ({whole})", f"{ep}.retried_pct", "%")
+            row(f"{ep} attempts per request ({whole})", f"{ep}.attempts")
     for figure in FIGURES:  # the catalogue's rows: pool, breaker, gateway, its own series
         if figure.label is None:
             continue
         exposed = [_has(report["builds"][b], figure.key) for b in builds]
-        if not any(exposed) and figure.absent == NOT_EXPOSED:
-            continue  # an optional series no build exposed: no row
+        if not any(exposed) and figure.absent is not None:
+            continue  # no build has it (an optional series, no recovery:): no row
         say = [
             absence(report["builds"][b], figure.key, e)
             for b, e in zip(builds, exposed, strict=True)
@@ -134,8 +140,25 @@ def absence(build: BuildReport, key: str, exposed: bool = True) -> str | None:
     not reached inside the window: the bound); None otherwise."""
     if not exposed:
         return NOT_EXPOSED
+    if key == "timeline.recovered":  # the verdict in words; a share over repetitions as is
+        verdict = build["timeline"].get("recovered")
+        return {1.0: "recovered", 0.0: "stuck"}.get(-1.0 if verdict is None else verdict)
     bound = (build.get("not_reached") or {}).get(key)
     return None if bound is None else f"> {fmt(bound, 's')}"
+
+
+def verdict_text(build: BuildReport) -> str:
+    """``recovered after 3.00 s``, ``stuck (> 30.00 s)``, ``not measured``, or over
+    repetitions ``recovered in 60%``."""
+    timeline = build.get("timeline", {})
+    verdict = timeline.get("recovered")
+    if verdict is None:
+        return "not measured" if "recovered" in timeline else "-"
+    if verdict == 0:
+        return f"stuck ({absence(build, 'timeline.recovered_after_s') or '-'})"
+    if verdict < 1:
+        return f"recovered in {fmt(100 * verdict, '%')}"
+    return f"recovered after {fmt(timeline.get('recovered_after_s'), 's')}"
 
 
 def _has(build: BuildReport, key: str) -> bool:
@@ -221,7 +244,8 @@ def markdown(report: Report) -> str:
     lines += [f"Note: {_md_cell(n)}\n" for n in headline_notes(report)]
     lines += _claims_section(report) + _skipped_section(report)
     for name, build in report["builds"].items():
-        lines += [f"## {name} ({build['profile']})", ""]
+        stopped = ", aborted" if build.get("status") == "aborted" else ""
+        lines += [f"## {name} ({build['profile']}{stopped})", ""]
         lines.append("| endpoint | requests | rps | success | p50 | p95 | p99 | max | errors |")
         lines.append("|---|---|---|---|---|---|---|---|---|")
         for ep, s in build["endpoints"].items():
@@ -302,7 +326,13 @@ def not_measured_lines(report: Report) -> list[str]:
     for name, reason, figures in _not_measured(report):
         why, seen, listed = reason.partition("; series seen: ")
         if seen:
-            why += f" ({len(listed.split(', '))} series seen: report.md lists them)"
+            # The preset's note (what to set) follows the listing in parentheses: keep it.
+            listed, paren, note = listed.partition(" (")
+            names = listed.split(", ")
+            last, more, extra = names[-1].partition(" and ")
+            total = len(names) + (int(extra.split()[0]) if more else 0)
+            why += f" ({total} series seen: report.md lists them)"
+            why += f" ({note}" if paren else ""
         lines.append(f"{name}: {', '.join(figures)}: {why}")
     return lines
 
@@ -388,6 +418,10 @@ def _phase_section(report: Report) -> list[str]:
         *(f"{ep} back to healthy" for ep in back),
         "blocked while healthy",
     ]
+    if any("recovered" in b.get("timeline", {}) for b in builds.values()):  # recovery:
+        timeline_header.append("recovery verdict")
+        for cells, b in zip(timeline, builds.values(), strict=True):
+            cells.append(verdict_text(b))
     if any("opens" in b["breaker"] for b in builds.values()):  # absent in older reports
         timeline_header.append("breaker opens")
         for cells, b in zip(timeline, builds.values(), strict=True):

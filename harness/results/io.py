@@ -3,11 +3,13 @@ into frames.
 
 The run side writes through these and the results model reads back through
 them, so a file's columns and dtypes are defined once. Every file is written
-to a temporary name and renamed, and a failed write removes its temporary
-file and raises ``WriteError`` (a ``RunError``: exit 3) naming the file and
-why, "disk full: ..." when it is. ``RunFolder`` is a run's folder: probed
-before anything starts, locked while its run lives, with a little space held
-back so the manifest can still say how the run ended when the disk fills.
+to a temporary name and renamed (a symlink is followed, and a device, a FIFO or
+``/dev/stdout`` is written into, never replaced: ``results.through``), and a
+failed write removes its temporary file and raises ``WriteError`` (a
+``RunError``: exit 3) naming the file and why, "disk full: ..." when it is.
+``RunFolder`` is a run's folder: probed before anything starts, locked while
+its run lives, with a little space held back so the manifest can still say
+how the run ended when the disk fills.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from typing import Any
 import pandas as pd
 
 from harness.core.errors import RunError
+from harness.results.attempts import ATTEMPT_DTYPES, with_attempts
+from harness.results.livecsv import read_live_csv
 from harness.results.manifest import HostInfo, ManifestRecord
+from harness.results.through import behind_fd, is_special, write_through
 
 SAMPLE_DTYPES = {
     "endpoint": "string",
@@ -41,6 +46,8 @@ SAMPLE_DTYPES = {
     "error": "string",
     "outcome": "string",
 }
+"""``samples.parquet``'s columns every run has; it also has ``ATTEMPT_DTYPES`` (one row per
+attempt: ``harness.results.attempts``), which runs before client retries lack."""
 LEDGER_DTYPES = {
     "arrival": "float64",
     "key": "string",
@@ -52,7 +59,22 @@ LEDGER_DTYPES = {
     "duration_s": "float64",
     "client_gone": "bool",
     "path": "string",
+    "queue_s": "float64",
+    "service_s": "float64",
+    "abandoned": "bool",
+    "rejected": "bool",
 }
+LEDGER_OPTIONAL = ("path", "queue_s", "service_s", "abandoned", "rejected")
+"""Columns a ledger may lack: ``path`` (written before it existed) and ``pg.capacity``'s, which
+only a gateway with capacity writes."""
+LEDGER_WITHOUT_CAPACITY: dict[str, object] = {
+    "queue_s": 0.0,
+    "service_s": float("nan"),
+    "abandoned": False,
+    "rejected": False,
+}
+"""What a call had without ``pg.capacity``: no wait, no service stage (NaN: not modelled), never
+kept for a client gone (``abandoned``) or refused by capacity (``rejected``)."""
 LEDGER_PATH_BEFORE_COLUMN = "/v1/payments/approve"
 """The ``path`` of every row of a ledger written before the column: the gateway then served
 approve calls only."""
@@ -66,6 +88,14 @@ PAYMENT_DTYPES = {
 }
 METRICS_COLUMNS = ["t", "source", "series", "labels", "value"]
 """Columns of ``metrics.parquet`` (long format, one row per scraped sample)."""
+METRICS_DTYPES = {
+    "t": "float64",
+    "source": "string",
+    "series": "string",
+    "labels": "string",
+    "value": "float64",
+}
+"""Their kinds, as ``read_frame`` checks them."""
 METRICS_LIVE = "metrics.csv"
 """The scraper's live log of ``metrics.parquet``'s rows, appended scrape by scrape."""
 
@@ -117,7 +147,22 @@ def temporary_name(path: Path) -> Path:
 
 def write_file_atomic(path: Path, write: Callable[[Path], object]) -> None:
     """``write(tmp)`` then rename to ``path``: a reader never sees half a file, and a failure
-    leaves no temporary file behind and raises ``WriteError``."""
+    leaves no temporary file behind and raises ``WriteError``.
+
+    What the path names is written, never replaced: a symlink is followed (its
+    target renamed over, the link left), and a device or FIFO (``/dev/stdout``,
+    ``/dev/null``, a named pipe) is written into; a folder is refused.
+    """
+    try:
+        through, fd = behind_fd(path)  # /dev/stdout: the open file behind fd 1, whatever it is
+        if not through:
+            path = Path(os.path.realpath(path)) if path.is_symlink() else path
+            through = is_special(path)
+        if through:
+            write_through(path, write, fd)
+            return
+    except OSError as exc:
+        raise write_error(path, exc) from exc
     tmp = temporary_name(path)
     try:
         write(tmp)
@@ -316,15 +361,17 @@ def empty_frame(dtypes: dict[str, str]) -> pd.DataFrame:
 def samples_from_csv(csv_path: Path) -> pd.DataFrame:
     """Read the load generator's CSV (possibly cut short by a kill) into typed columns."""
     if not csv_path.exists() or csv_path.stat().st_size == 0:
-        return empty_frame(SAMPLE_DTYPES)
-    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
-    for col in ("index", "intended_start", "actual_start", "end", "status"):
-        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+        return empty_frame({**SAMPLE_DTYPES, **ATTEMPT_DTYPES})
+    frame = read_live_csv(csv_path)
+    for col in ("index", "intended_start", "actual_start", "end", "status", *ATTEMPT_DTYPES):
+        if col in frame.columns:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
     # A killed writer can leave its last line cut short: keep only whole rows.
-    frame = frame.dropna(subset=["index", "intended_start", "actual_start", "status"])
+    whole = ["index", "intended_start", "actual_start", "status"]
+    frame = with_attempts(frame.dropna(subset=whole + [c for c in ATTEMPT_DTYPES if c in frame]))
     for col in ("endpoint", "error", "outcome"):
         frame[col] = frame[col].fillna("")
-    return frame.astype(SAMPLE_DTYPES)
+    return frame.astype({**SAMPLE_DTYPES, **ATTEMPT_DTYPES})
 
 
 WORKER_COLUMN = "worker"
@@ -349,7 +396,7 @@ def merged_samples(build_dir: Path) -> pd.DataFrame:
         for k, path in live_sample_files(build_dir).items()
     ]
     if not frames:
-        return empty_frame({**SAMPLE_DTYPES, WORKER_COLUMN: "int64"})
+        return empty_frame({**SAMPLE_DTYPES, **ATTEMPT_DTYPES, WORKER_COLUMN: "int64"})
     if len(frames) == 1:
         merged = frames[0]
     else:
@@ -366,17 +413,35 @@ def ledger_from_csv(csv_path: Path) -> pd.DataFrame:
     """
     if not csv_path.exists() or csv_path.stat().st_size == 0:
         return empty_frame(LEDGER_DTYPES)
-    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
+    frame = read_live_csv(csv_path)
     if "path" in frame.columns:  # a row cut short lacks its last column (every path has a "/")
         frame = frame[frame["path"].fillna("") != ""].copy()
     else:
         frame["path"] = LEDGER_PATH_BEFORE_COLUMN
+    capacity = "rejected" in frame.columns
+    if capacity:  # a row cut short lacks its last column
+        frame = frame[frame["rejected"].fillna("") != ""].copy()
     for col in ("arrival", "attempt", "status", "duration_s"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     frame = frame.dropna(subset=["arrival", "attempt", "status"])
     frame["duration_s"] = frame["duration_s"].astype(float)
-    frame["client_gone"] = frame["client_gone"].str.lower().isin(("true", "1"))
-    return frame[list(LEDGER_DTYPES)].astype(LEDGER_DTYPES)
+    for col in ("client_gone", "abandoned", "rejected") if capacity else ("client_gone",):
+        frame[col] = frame[col].str.lower().isin(("true", "1"))
+    if capacity:
+        for col in ("queue_s", "service_s"):
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    return with_ledger_defaults(frame)[list(LEDGER_DTYPES)].astype(LEDGER_DTYPES)
+
+
+def with_ledger_defaults(frame: pd.DataFrame) -> pd.DataFrame:
+    """A ledger with every column of ``LEDGER_DTYPES``: those it lacks filled as a gateway
+    without ``pg.capacity`` would (``LEDGER_WITHOUT_CAPACITY``); the others as they are."""
+    missing = {
+        col: pd.Series(value, index=frame.index, dtype=LEDGER_DTYPES[col])
+        for col, value in {"path": LEDGER_PATH_BEFORE_COLUMN, **LEDGER_WITHOUT_CAPACITY}.items()
+        if col not in frame.columns
+    }
+    return frame.assign(**missing) if missing else frame
 
 
 def metrics_from_csv(csv_path: Path) -> pd.DataFrame:
@@ -385,7 +450,7 @@ def metrics_from_csv(csv_path: Path) -> pd.DataFrame:
         return pd.DataFrame({col: [] for col in METRICS_COLUMNS}).astype(
             {"t": "float64", "value": "float64"}
         )
-    frame = pd.read_csv(csv_path, on_bad_lines="skip", keep_default_na=False, dtype=str)
+    frame = read_live_csv(csv_path)
     for col in ("t", "value"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     frame = frame.dropna(subset=["t", "value"])  # a killed writer's last line cut short

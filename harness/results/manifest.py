@@ -22,13 +22,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
+from harness.core.conforms import conforms, departures
 from harness.core.errors import InputError
+from harness.scenario.bounds import check_name
 
 SCHEMA = "harness.manifest/1"
 """The value of ``manifest.json``'s ``schema`` key (absent in manifests written before it)."""
 
-Status = Literal["running", "completed", "interrupted", "failed", "crashed"]
-"""How a run, or one build of it, ended (``running`` while it lives, or until it is closed)."""
+Status = Literal["running", "completed", "interrupted", "failed", "crashed", "aborted"]
+"""How a run, or one build of it, ended (``running`` while it lives, or until it is closed);
+``aborted``: a build whose load a gate with ``abort: true`` stopped (never a run's)."""
 STATUSES: tuple[Status, ...] = get_args(Status)
 
 
@@ -79,6 +82,44 @@ class KindRecord(TypedDict, total=False):
     replica_metrics_urls: list[str | None]
 
 
+class AbortRecord(TypedDict):
+    """Why a build was aborted: the gate with ``abort: true`` that failed during its load."""
+
+    gate: str
+    """The gate's name (its text when it has none)."""
+    expr: str
+    phase: str
+    """The phase after whose end (and settle time) the gate was checked."""
+    at_s: float
+    """When the load was stopped, in seconds of the measured window (after ``t0``)."""
+    value: float | None
+    """The gate's left side as measured then."""
+    limit: float | None
+    """Its right side."""
+
+
+class CapRecord(TypedDict):
+    """One phase's caps on a build's target (``pg.phases[].target``): when applied, when lifted."""
+
+    phase: str
+    cpus: float | None
+    memory_bytes: int | None
+    by: str
+    """What capped it: ``cgroup v1 /sys/fs/cgroup/cpu/harness-...``, ``docker update of ...``."""
+    due_at: float
+    """Unix time the phase starts (t0 + its start): when the cap was due."""
+    applied_at: NotRequired[float]
+    """Unix time the cap was in force (after the write); absent if it never was."""
+    applied_at_s: NotRequired[float]
+    """The same, seconds from t0 (the phase clock)."""
+    lifted_at: NotRequired[float]
+    lifted_at_s: NotRequired[float]
+    lifted_to: NotRequired[str]
+    """What was in force after the lift, in words (the build's own limits, or none)."""
+    error: NotRequired[str]
+    """Why the cap could not be applied or lifted (the build then failed)."""
+
+
 class BuildRecord(KindRecord):
     """One build's (one repetition's) entry in ``builds``: what ran and how it went."""
 
@@ -109,6 +150,10 @@ class BuildRecord(KindRecord):
     load_external_workers: NotRequired[bool]
     load_workers: NotRequired[dict[str, WorkerSummary]]
     """By worker number, its last report: ``host``, ``state``, ``planned``, ``sent``, ..."""
+    caps: NotRequired[list[CapRecord]]
+    """Each phase's caps on the target, in order (only when the scenario has some)."""
+    cgroup: NotRequired[str]
+    """The build's own cgroup, when its processes ran in one (the scenario caps them)."""
     error: NotRequired[str]
     log_tail: NotRequired[str]
     scrape_failures: NotRequired[dict[str, int]]
@@ -117,6 +162,8 @@ class BuildRecord(KindRecord):
     pg_calls: NotRequired[int]
     save_error: NotRequired[str]
     ended_at: NotRequired[str]
+    abort: NotRequired[AbortRecord]
+    """Only when a gate with ``abort: true`` stopped the build (its status ``aborted``)."""
 
 
 class ManifestRecord(TypedDict):
@@ -137,6 +184,8 @@ class ManifestRecord(TypedDict):
     error: str | None
     orchestrator: NotRequired[ProcessIdentity]
     """The ``harness run`` process: ``pid``, ``boot_id``, ``start_ticks`` (absent before it)."""
+    simulated: NotRequired[bool]
+    """``true``: written by ``harness simulate`` (a model's frames, no process ran)."""
     builds: dict[str, BuildRecord]
 
 
@@ -175,15 +224,36 @@ def manifest_record(raw: object, where: str = "manifest.json") -> ManifestRecord
     builds = raw.get("builds", {})
     if not isinstance(builds, dict) or not all(isinstance(b, dict) for b in builds.values()):
         raise InputError(f"{where}: builds: expected an object of build records")
+    for key in builds:
+        check_build_key(key, where)
     record = dict(raw)
     record["builds"] = {key: build_record(key, info) for key, info in builds.items()}
+    # What is there has its type; what is not, each reader defaults (``.get``).
+    problems = conforms(record, ManifestRecord, "", extra_keys=True, missing_keys=True)
+    if problems:
+        raise InputError(f"{where}: not a manifest of this harness: {departures(problems)}")
     return cast(ManifestRecord, record)
+
+
+def check_build_key(key: str, where: str = "manifest.json") -> str:
+    """A build record's key, which names its folder in the run's: a build's name (``.r<k>``
+    with ``--repeat``), never a path (``../../outside``) that would take a writer out of it."""
+    try:
+        check_name(key)
+    except ValueError as exc:
+        raise InputError(
+            f"{where}: builds: {key!r} is not a build's name ({exc}); it names the build's "
+            "folder, so this manifest cannot be read"
+        ) from None
+    return key
 
 
 def read_manifest(path: Path) -> ManifestRecord:
     """A run folder's ``manifest.json`` (``InputError`` when it is not one)."""
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:  # a folder named so, unreadable
+        raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise InputError(f"{path}: not JSON: {exc}") from None
     return manifest_record(raw, str(path))

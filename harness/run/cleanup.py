@@ -29,15 +29,12 @@ every kind remove what runs that are over left, wherever their results are
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
 import socket
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from harness.core.errors import HarnessError, RunError
 from harness.results.io import (
@@ -48,8 +45,11 @@ from harness.results.io import (
     utc_now,
     write_json_atomic,
 )
+from harness.results.manifest import ManifestRecord, read_manifest
 from harness.run.kinds.registry import all_leftovers, leftovers_named, target_for
 from harness.run.manifest import identity_alive
+from harness.run.processes import processes_by_run, stop_leftovers
+from harness.run.targets import Leftovers
 from harness.scenario.loader import load_scenario
 
 
@@ -72,6 +72,8 @@ class CleanReport:
     leftovers: list[str] = field(default_factory=list)
     """What runs that are over left outside their folders, removed:
     ``container <name> (run <id>)``."""
+    stopped: list[str] = field(default_factory=list)
+    """Processes runs that are over left running, stopped: ``N process(es) of run <id> ...``."""
     leftover_problems: list[str] = field(default_factory=list)
     """Why such leftovers could not be looked for or removed (``containers: ...``)."""
 
@@ -87,12 +89,13 @@ def run_dirs(root: Path) -> list[Path]:
     return sorted((p.parent for p in found), key=lambda p: p.name)
 
 
-def clean_results(root: Path, leftovers: bool = False) -> CleanReport:
+def clean_results(root: Path, leftovers: bool | Sequence[Leftovers] = False) -> CleanReport:
     """Close every run under ``root`` that a dead orchestrator left open (see the module).
 
     What a crashed run it closes left outside its folder (containers) is removed with
     it; with ``leftovers``, also what every run that is over left, wherever its results
-    are (see the module).
+    are (see the module): ``True`` for every kind's, or those of the kinds given (the
+    start of a run: its builds' kinds only).
     """
     report = CleanReport()
     for run_dir in run_dirs(root):
@@ -100,24 +103,51 @@ def clean_results(root: Path, leftovers: bool = False) -> CleanReport:
             _clean_run(run_dir, report)
         except (HarnessError, OSError, ValueError) as exc:
             report.failed.append((run_dir, str(exc)))
+    stop_processes_of_ended_runs(root, report)
     if leftovers:
-        remove_leftovers(report)
+        remove_leftovers(report, None if leftovers is True else leftovers)
     return report
 
 
-def remove_leftovers(report: CleanReport) -> None:
-    """Have every kind remove what runs that are over left outside their folders."""
-    for leftovers in all_leftovers():
+def stop_processes_of_ended_runs(root: Path, report: CleanReport) -> None:
+    """Stop what runs under ``root`` that are over left running (a process that left its
+    build's process group, ``setsid``, as a daemon does), found by ``HARNESS_RUN_ID``."""
+    running = processes_by_run()
+    if not running:
+        return
+    for run_dir in run_dirs(root):
+        try:
+            manifest = read_manifest(run_dir / "manifest.json")
+        except (HarnessError, OSError, ValueError):
+            continue  # said by the closing pass above, or not a run of ours
+        run_id = manifest["run_id"]
+        if run_id not in running or manifest["status"] == "running":
+            continue  # nothing of it runs, or it is live (or left alone above)
+        try:
+            stopped = stop_leftovers(run_id, grace_s=1.0)
+        except RunError as exc:
+            report.leftover_problems.append(f"processes: {run_dir}: {exc}")
+            continue
+        if stopped:
+            report.stopped.append(
+                f"{len(stopped)} process(es) of run {run_id} (pids {', '.join(map(str, stopped))})"
+            )
+
+
+def remove_leftovers(report: CleanReport, only: Sequence[Leftovers] | None = None) -> None:
+    """Have every kind (or ``only`` these) remove what runs that are over left outside
+    their folders."""
+    for leftovers in all_leftovers() if only is None else only:
         removed, problems = leftovers.remove_of_ended_runs()
         report.leftovers += removed
         report.leftover_problems += [f"{leftovers.noun}: {p}" for p in problems]
 
 
-def _unfinished_builds(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
+def _unfinished_builds(run_dir: Path, manifest: ManifestRecord) -> list[str]:
     """Builds whose live samples were never turned into Parquet."""
     return [
         key
-        for key, info in manifest.get("builds", {}).items()
+        for key, info in manifest["builds"].items()
         if info.get("status") == "running"
         or (
             bool(live_sample_files(run_dir / key))
@@ -127,8 +157,10 @@ def _unfinished_builds(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
 
 
 def _clean_run(run_dir: Path, report: CleanReport) -> None:
+    # The typed reader: a build key that is not a name (``../../outside``) is refused
+    # before anything is written under it.
     manifest_path = run_dir / "manifest.json"
-    manifest: dict[str, Any] = json.loads(manifest_path.read_text())
+    manifest = read_manifest(manifest_path)
     status = manifest.get("status")
     if status != "running" and not _unfinished_builds(run_dir, manifest):
         return  # the common case, decided without taking any lock
@@ -138,7 +170,7 @@ def _clean_run(run_dir: Path, report: CleanReport) -> None:
             report.left.append((run_dir, "still running"))
         return
     try:
-        manifest = json.loads(manifest_path.read_text())  # as it is now that we hold the lock
+        manifest = read_manifest(manifest_path)  # as it is now that we hold the lock
         status = manifest.get("status")
         if status == "running":
             why_not = _why_still_open(manifest)
@@ -152,7 +184,7 @@ def _clean_run(run_dir: Path, report: CleanReport) -> None:
         os.close(lock)
 
 
-def _why_still_open(manifest: dict[str, Any]) -> str | None:
+def _why_still_open(manifest: ManifestRecord) -> str | None:
     """Why a ``running`` run must be left alone, or ``None`` when its orchestrator is gone."""
     host = manifest.get("host", {}).get("hostname")
     if host is not None and host != socket.gethostname():
@@ -173,12 +205,12 @@ def _last_write(run_dir: Path) -> str:
     return datetime.fromtimestamp(latest, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _close(run_dir: Path, manifest: dict[str, Any], report: CleanReport) -> list[str]:
+def _close(run_dir: Path, manifest: ManifestRecord, report: CleanReport) -> list[str]:
     """Finish what the run left; write its manifest; say what was done."""
     done: list[str] = []
     crashed = manifest.get("status") == "running"
     ended_at = _last_write(run_dir)
-    builds = manifest.get("builds", {})
+    builds = manifest["builds"]
     if crashed:
         # Outside the folder first: stop_leftovers would only kill what runs in them.
         run_id = str(manifest.get("run_id", run_dir.name))
@@ -201,9 +233,10 @@ def _close(run_dir: Path, manifest: dict[str, Any], report: CleanReport) -> list
         bdir = run_dir / key
         if not bdir.is_dir():
             continue
-        info.update(keep_live_logs(bdir))
+        kept = keep_live_logs(bdir)
+        info["samples"], info["pg_calls"] = kept["samples"], kept["pg_calls"]
         done.append(f"{key}: {info['samples']} samples, {info['pg_calls']} gateway calls kept")
-        build = scenario.builds.get(str(info.get("build", key))) if scenario else None
+        build = scenario.builds.get(info["build"]) if scenario else None
         if build is not None:
             try:
                 target_for(build).collect(bdir)
@@ -213,46 +246,14 @@ def _close(run_dir: Path, manifest: dict[str, Any], report: CleanReport) -> list
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
     if crashed:
-        pid = manifest.get("orchestrator", {}).get("pid")
-        manifest.update(
-            status="crashed",
-            ended_at=ended_at,
-            error=f"the orchestrator (pid {pid}) died without closing the run "
-            f"(closed at {utc_now()})",
+        orchestrator = manifest.get("orchestrator")
+        pid = orchestrator["pid"] if orchestrator is not None else None
+        manifest["status"] = "crashed"
+        manifest["ended_at"] = ended_at
+        manifest["error"] = (
+            f"the orchestrator (pid {pid}) died without closing the run (closed at {utc_now()})"
         )
         done.insert(0, "marked crashed")
     if done:
         write_json_atomic(run_dir / "manifest.json", manifest)
     return done
-
-
-def leftover_processes(run_id: str) -> list[int]:
-    """Live processes whose environment carries ``HARNESS_RUN_ID=<run_id>`` (Linux ``/proc``)."""
-    marker = f"HARNESS_RUN_ID={run_id}".encode()
-    found = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (
-                marker in (entry / "environ").read_bytes().split(b"\0")
-                and "\nState:\tZ" not in (entry / "status").read_text()
-            ):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def stop_leftovers(run_id: str, timeout_s: float = 5.0) -> list[int]:
-    """SIGKILL what a dead run left running (a harness without the orphan guard); their pids."""
-    pids = leftover_processes(run_id)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout_s
-    while pids and leftover_processes(run_id) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if leftover_processes(run_id):
-        raise RunError(f"processes of run {run_id} would not stop: {leftover_processes(run_id)}")
-    return pids

@@ -7,7 +7,8 @@ Four events, fired in this order for every build (and every repetition of it):
 - ``warning(key, text)``: after its results are written, each thing they show that most
   likely means the build did not test what was meant (its gateway heard no call).
 - ``build_finished(key, status)``: every process has stopped and its results are written;
-  ``status`` is ``completed``, ``interrupted`` or ``failed``.
+  ``status`` is ``completed``, ``aborted`` (a gate with ``abort: true``), ``interrupted`` or
+  ``failed``.
 
 ``key`` is the build's name, or ``<name>.r<n>`` when a run repeats its builds.
 """

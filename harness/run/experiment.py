@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,20 +27,20 @@ import httpx
 
 from harness.analysis.gateway_check import silent_gateway_in
 from harness.analysis.series import Preset, preset_for
-from harness.core.errors import RunError
+from harness.core.errors import HarnessError, RunError
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.load.plan import LoadPlan
 from harness.results.io import (
     METRICS_LIVE,
     RunFolder,
     WriteError,
-    keep_live_logs,
     utc_now,
     write_json_atomic,
-    write_parquet_atomic,
     write_text_atomic,
 )
 from harness.results.manifest import BuildRecord, Status
+from harness.run.abort import AbortAsk, AbortCheck, live_run
+from harness.run.caps.schedule import BuildCaps, preflight_caps
 from harness.run.events import RunListener
 from harness.run.health import check_metrics, log_tail, wait_healthy
 from harness.run.kinds.registry import check_remote, target_for
@@ -57,7 +58,8 @@ from harness.run.loadgen import (
 )
 from harness.run.manifest import Manifest
 from harness.run.processes import Child, ProcessGroup, shielded_from_signals, wait_http
-from harness.run.scraper import Scraper
+from harness.run.saving import save_build
+from harness.run.scraper import Scraper, window_edges
 from harness.run.targets import Launch, Preflight, PreflightContext, Target, TargetContext
 from harness.run.watch import watch_load
 from harness.scenario.schema import LoadedScenario, Scenario
@@ -72,7 +74,7 @@ SQLite write-ahead log (up to ~4 MiB before SQLite checkpoints it)."""
 
 def estimated_bytes(scenario: Scenario, runs: int) -> int:
     """About how much disk ``runs`` builds of ``scenario`` write (checked before the run)."""
-    requests = sum(scenario.rate_profile(name).total for name in scenario.traffic)
+    requests = scenario.most_attempts()  # a sample row and a ledger call each
     return int(runs * (requests * BYTES_PER_REQUEST + BYTES_PER_BUILD))
 
 
@@ -88,8 +90,11 @@ class Experiment:
         repeat: int = 1,
         allow_remote: bool = False,
         load_workers: LoadWorkers | None = None,
+        abort_check: AbortCheck | None = None,
     ) -> None:
         self.loaded = loaded
+        self.abort_check = abort_check
+        """Asked after each phase whether a gate with ``abort: true`` stops the build."""
         self.scenario = loaded.scenario
         self.listener = listener or RunListener()
         self.build_names = builds or list(self.scenario.builds)
@@ -106,6 +111,8 @@ class Experiment:
         for name, target in self.targets.items():
             if isinstance(target, Preflight):
                 target.preflight(PreflightContext(name, self.scenario.name, self.scenario_dir))
+        # Phases that cap the target need a writable cgroup: refused now (exit 3) if none.
+        self.cap_hierarchy = preflight_caps(self.scenario, self.targets.values())
         self.repeat = repeat
         self.manifest_problem: WriteError | None = None
         """Set when the manifest could not be updated with how the run ended."""
@@ -139,7 +146,13 @@ class Experiment:
                     self._run_build(name, repetition)
             self._end("completed", None)
         except KeyboardInterrupt:
-            self._end("interrupted", "interrupted by the user (SIGINT)")
+            if self.manifest.record.get("status") == "completed":
+                # Every build was done and saying so when Ctrl-C came: it stays so (the
+                # report, which Ctrl-C stops, is made again by `harness report`).
+                with contextlib.suppress(WriteError):
+                    self._end("completed", None)
+            else:
+                self._end("interrupted", "interrupted by the user (SIGINT)")
             raise
         except RunError as exc:
             self._end("failed", str(exc))
@@ -180,10 +193,11 @@ class Experiment:
         scraper: Scraper | None = None
         unsaved: RunError | None = None
         group = ProcessGroup(self.run_dir.name, bdir)
+        caps = BuildCaps(self.scenario, target, self.cap_hierarchy, self.run_dir.name, key, info)
         try:
-            scraper = self._start_processes(target, bdir, group, info)
-            self._drive_load(key, bdir, group, scraper, preset_for(info), info)
-            info["status"] = "completed"
+            scraper = self._start_processes(target, bdir, group, info, caps)
+            aborted = self._drive_load(key, bdir, group, scraper, preset_for(info), info, caps)
+            info["status"] = "aborted" if aborted else "completed"
         except KeyboardInterrupt:
             info["status"] = "interrupted"
             raise
@@ -196,21 +210,37 @@ class Experiment:
                 if scraper is not None:
                     # The load has finished and the processes still run: read every
                     # counter once more (skipped when the build failed or was interrupted).
-                    scraper.stop(final=info["status"] == "completed")
+                    scraper.stop(final=info["status"] in ("completed", "aborted"))
                 group.stop_all()
+                group.escaped += self._remove_cgroup(key, caps)
                 if info["status"] == "failed" and (tail := log_tail(group)) is not None:
                     info["log_tail"] = tail
-                unsaved = self._save_build(bdir, scraper, target, info)
+                unsaved = save_build(bdir, scraper, target, info)
                 info["ended_at"] = utc_now()
                 self.save_manifest()
-            if info["status"] == "completed":
+            if group.escaped:
+                self.listener.warning(
+                    key,
+                    f"{len(group.escaped)} process(es) had left the build's process group "
+                    f"(setsid, as a daemon does) and outlived it: found by the run's "
+                    f"HARNESS_RUN_ID and stopped (pids {', '.join(map(str, group.escaped))})",
+                )
+            if info["status"] in ("completed", "aborted"):
                 self._check_results(key, bdir, info)
             self.listener.build_finished(key, info["status"])
         if unsaved is not None:  # the build ran, but what it measured could not be kept
             raise unsaved
 
+    def _remove_cgroup(self, key: str, caps: BuildCaps) -> list[int]:
+        """The build's cgroup removed; the pids still in it, killed (they left their group)."""
+        try:
+            return caps.close()
+        except RunError as exc:
+            self.listener.warning(key, f"{exc}; `harness clean` removes it later")
+            return []
+
     def _start_processes(
-        self, target: Target, bdir: Path, group: ProcessGroup, info: BuildRecord
+        self, target: Target, bdir: Path, group: ProcessGroup, info: BuildRecord, caps: BuildCaps
     ) -> Scraper:
         # The gateway gets two listeners: its API (which a `refuse` fault stops) and a
         # control port for /metrics and /__admin that always answers.
@@ -245,6 +275,7 @@ class Experiment:
                  "--ledger", str(bdir / "pg-ledger.csv")],
                 pass_fds=(pg_sock.fileno(), control_sock.fileno()),
             )  # fmt: skip
+            cgroup = caps.cgroup_procs()  # every process of the build runs in it, if capped
             for process in launch.processes:  # a replicated build's replicas, then nginx
                 group.start(
                     process.name,
@@ -252,6 +283,7 @@ class Experiment:
                     pass_fds=process.pass_fds,
                     env=dict(process.env),
                     cwd=process.cwd,
+                    cgroup=cgroup,
                 )
             if launch.argv:
                 group.start(
@@ -260,6 +292,7 @@ class Experiment:
                     pass_fds=launch.pass_fds,
                     env=dict(launch.env),
                     cwd=launch.cwd,
+                    cgroup=cgroup,
                 )
         finally:
             # The children hold their own copies; ours would keep the ports open after they stop.
@@ -275,7 +308,7 @@ class Experiment:
             wait_healthy(replace(launch, health_urls=process.health_urls), group, process.name)
         wait_healthy(launch, group)
         if launch.metrics_url is not None:
-            check_metrics(launch.metrics_url)
+            check_metrics(launch.metrics_url, preset=info["preset"])
         sources = {"target": launch.metrics_url} if launch.metrics_url else {}
         sources.update(launch.extra_metrics)
         scraper = Scraper(
@@ -294,7 +327,9 @@ class Experiment:
         scraper: Scraper,
         preset: Preset,
         info: BuildRecord,
-    ) -> None:
+        caps: BuildCaps,
+    ) -> bool:
+        """Start the load and watch it to its end; ``True`` when a gate aborted it first."""
         plan = plan_for(self.scenario, info["target_url"], bdir, self.load_workers.count)
         write_text_atomic(bdir / "plan.json", plan.handoff())
         load, ready_s = self._start_load(plan, bdir, group, info)
@@ -314,9 +349,11 @@ class Experiment:
         ).raise_for_status()
         write_json_atomic(Path(plan.go_path), {"start_at": start_at})
         info.update({"load_start": start_at, "t0": t0})
+        scraper.scrape_at(window_edges(self.scenario, t0))
         self.save_manifest()
         try:
-            watch_load(
+            caps.start(t0)  # each phase's caps on the target, on the gateway's phase clock
+            return watch_load(
                 self.folder,
                 self.listener,
                 key,
@@ -326,10 +363,44 @@ class Experiment:
                 scraper,
                 preset,
                 load.popen.poll,
+                self._abort_watch(key, info),
+                caps.check,
             )
         finally:
+            caps.stop()
             if self.load_workers.distributed:  # what each worker sent, and how late
                 info["load_workers"] = read_progress(progress_path).get("workers", {})
+
+    def _abort_watch(self, key: str, info: BuildRecord) -> Callable[[float], bool] | None:
+        """What the watch asks each second: at each check after a phase (``AbortCheck``),
+        whether a gate with ``abort: true`` fails; then ``abort`` goes in the build's record."""
+        check, build, t0 = self.abort_check, info["build"], info["t0"]
+        pending = list(check.checkpoints(build)) if check is not None else []
+        if check is None or not pending:
+            return None
+        finished = {
+            record["build"]
+            for record in self.manifest.builds.values()
+            if record["status"] in ("completed", "aborted") and record["build"] != build
+        }
+
+        def stop(now: float) -> bool:
+            while pending and now >= t0 + pending[0][1]:
+                phase = pending.pop(0)[0]
+                data = partial(live_run, self.run_dir, self.manifest.record, key, finished)
+                try:
+                    verdict = check(AbortAsk(build, phase, finished, data))
+                except (HarnessError, OSError, ValueError) as exc:
+                    # Unreadable data so far: the build goes on; the run's gates decide at the end.
+                    why = f"abort gates after phase {phase!r} unchecked: {exc}"
+                    self.listener.warning(key, why)
+                    continue
+                if verdict is not None:
+                    info["abort"] = verdict.record(phase, time.time() - t0)
+                    return True
+            return False
+
+        return stop
 
     def _start_load(
         self, plan: LoadPlan, bdir: Path, group: ProcessGroup, info: BuildRecord
@@ -364,46 +435,6 @@ class Experiment:
             return
         if text is not None:
             self.listener.warning(key, text)
-
-    def _save_build(
-        self, bdir: Path, scraper: Scraper | None, target: Target, info: BuildRecord
-    ) -> RunError | None:
-        """Write the build's result files, each on its own, whatever happened before.
-
-        A file that cannot be written (a full disk) is said in ``info`` (and fails a
-        build that had completed); the first such error is returned, not raised, so
-        the manifest is written and the build's own error, if any, stays the one shown.
-        """
-        problems: list[RunError] = []
-
-        def attempt(step: Callable[[], object]) -> None:
-            try:
-                step()
-            except RunError as exc:
-                problems.append(exc)
-            except Exception as exc:  # a target's records unreadable (sqlite3.Error...)
-                problems.append(RunError(f"{type(exc).__name__}: {exc}"))
-
-        if scraper is not None:
-            scraper.stop()  # already stopped after the load; here for a build that failed before
-            attempt(lambda: write_parquet_atomic(scraper.frame(), bdir / "metrics.parquet"))
-            info["scrape_failures"] = dict(scraper.failures)
-            if scraper.spool_error is not None:
-                info["metrics_spool_error"] = scraper.spool_error
-
-        def keep_logs() -> None:
-            kept = keep_live_logs(bdir)
-            info["samples"], info["pg_calls"] = kept["samples"], kept["pg_calls"]
-
-        attempt(keep_logs)
-        attempt(lambda: target.collect(bdir))
-        if not problems:
-            return None
-        info["save_error"] = "; ".join(str(p) for p in problems)
-        if info["status"] == "completed":
-            info["status"] = "failed"
-            info["error"] = str(problems[0])
-        return problems[0]
 
 
 def _not_ready(spread: LoadWorkers, waited_s: float, progress: dict[str, Any]) -> str:

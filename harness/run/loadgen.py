@@ -14,7 +14,6 @@ progress file, with each worker's counters in it (``harness.load.master``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -28,8 +27,8 @@ from typing import Any
 import harness.load
 from harness.core.errors import InputError
 from harness.core.net import LOOPBACK, is_loopback
-from harness.load.plan import EndpointPlan, LoadPlan, poisson_count
-from harness.run.processes import guarded
+from harness.load.plan import LoadPlan, endpoint_plans
+from harness.run.processes import guarded, signal_group
 from harness.scenario.schema import Scenario
 
 READY_TIMEOUT_S = 90.0
@@ -120,26 +119,7 @@ class LoadWorkers:
 
 def plan_for(scenario: Scenario, base_url: str, build_dir: Path, workers: int = 1) -> LoadPlan:
     """The scenario's traffic against ``base_url``, with the build's files for samples."""
-    endpoints = {}
-    for n, e in scenario.traffic.items():
-        # Measured-window time to the load's own (0 at the warmup's start).
-        profile = scenario.rate_profile(n).shifted(scenario.warmup)
-        knots = () if e.rate is not None else profile.knots
-        endpoints[n] = EndpointPlan(
-            method=e.method,
-            path=e.path,
-            rate=e.rate if e.rate is not None else profile.peak,
-            timeout_s=e.timeout,
-            params=dict(e.params),
-            body=e.body,
-            idempotency_key=e.idempotency_key,
-            knots=knots,
-            arrivals=e.arrivals,
-            max_in_flight=e.max_in_flight,
-            count=poisson_count(scenario.seed, n, profile.total)
-            if e.arrivals == "poisson"
-            else None,
-        )
+    endpoints = endpoint_plans(scenario)
     return LoadPlan(
         base_url=base_url,
         seed=scenario.seed,
@@ -259,13 +239,11 @@ class WorkerSession:
     def stop(self, grace_s: float = 5.0) -> None:
         """SIGTERM the worker's group (its last samples go to the master), SIGKILL after grace."""
         if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.popen.pid, signal.SIGTERM)
+            signal_group(self.popen, signal.SIGTERM)
             try:
                 self.popen.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.popen.pid, signal.SIGKILL)
+                signal_group(self.popen, signal.SIGKILL)
                 self.popen.wait()
         if self.lifeline >= 0:
             os.close(self.lifeline)

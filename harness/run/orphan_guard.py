@@ -18,6 +18,10 @@ worker, or anything else the command forks) and waits. Three ways it ends:
 - The orchestrator stops the group itself (SIGTERM, then SIGKILL): the guard
   ignores SIGTERM, waits for the command and reports its exit as above.
 
+A build whose phases cap the target names its cgroup in ``HARNESS_CGROUP_PROCS``:
+the guard joins it before starting the command, so the command and all it forks
+are born inside (``join_cgroups``).
+
 Run by path with ``-I -S``: it imports only the standard library, so it starts
 in milliseconds and does not load the harness package (pydantic, YAML).
 A process that leaves the group on purpose (``setsid``) is not the guard's.
@@ -120,6 +124,23 @@ def watch(child: subprocess.Popen[bytes], lifeline: int) -> int:
                 orphaned(child)
 
 
+CGROUP_ENV = "HARNESS_CGROUP_PROCS"
+"""``cgroup.procs`` files (``:``-separated) to join before the command starts, so it and
+every process it forks run in the build's cgroup (``harness.run.caps.cgroups``)."""
+
+
+def join_cgroups() -> None:
+    """Write our pid into each named ``cgroup.procs``; a failure stops the child (exit 126):
+    a build whose caps would not hold must not run as if they did."""
+    for procs in filter(None, os.environ.pop(CGROUP_ENV, "").split(":")):
+        try:
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+        except OSError as exc:
+            print(f"harness: cannot join the build's cgroup {procs}: {exc}", file=sys.stderr)
+            sys.exit(126)
+
+
 def main(argv: list[str]) -> None:
     if len(argv) < 3 or argv[1] != "--":
         sys.exit("usage: orphan_guard.py LIFELINE_FD -- ARGV...")
@@ -130,6 +151,7 @@ def main(argv: list[str]) -> None:
         os.setsid()
     signal.signal(signal.SIGTERM, _noop)  # a handler, not SIG_IGN: exec resets it in the child
     signal.signal(signal.SIGINT, _noop)
+    join_cgroups()
     # Everything else the orchestrator passed (listening sockets) goes through as it came.
     try:
         child = subprocess.Popen(command, close_fds=False)

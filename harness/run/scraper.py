@@ -11,7 +11,12 @@ back from it. In memory it keeps only each source's newest scrape and the
 breaker-state series an event preset (opossum) needs for the live line. Its newest scrape also
 feeds the live progress line. ``stop(final=True)`` takes one last scrape of
 every source once the load has finished, so the counters' last reading comes
-after the last request rather than up to an interval before it.
+after the last request rather than up to an interval before it. ``scrape_at``
+adds scrapes at the edges of the windows figures are cut at (``t0``, each
+phase's start and end, the load's stop), so a counter is read there instead of
+interpolated between scrapes around it: across the load's stop, interpolation
+shared a steady rate out over an interval that was half idle (10 of 283 gateway
+calls missed with 2 s scrapes).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from harness.analysis.series import (
     parse_text,
 )
 from harness.results.io import METRICS_COLUMNS, metrics_from_csv
+from harness.scenario.schema import Scenario
 
 Clock = Callable[[], float]
 
@@ -64,6 +70,11 @@ class Scraper:
         self.failures: dict[str, int] = {name: 0 for name in self.sources}
         self.latest: dict[str, list[tuple[float, str, str, str, float]]] = {}
         self._stop = threading.Event()
+        self._edges: list[float] = []
+        """Times (the clock's) still to scrape at besides the interval's (``scrape_at``)."""
+        self._edges_lock = threading.Lock()
+        self._wake = threading.Event()
+        """Set by ``stop`` and ``scrape_at``: the loop's sleep ends early."""
         self._thread: threading.Thread | None = None
         self._closed = False
         self.spool = spool
@@ -117,12 +128,34 @@ class Scraper:
             self.latest[source] = rows
             self._append_to_spool(rows)
 
+    def scrape_at(self, times: list[float]) -> None:
+        """Scrape every source at each of ``times`` too (the clock's time), besides the
+        interval's scrapes: the edges of the windows the figures are cut at."""
+        with self._edges_lock:
+            self._edges = sorted(set(self._edges) | set(times))
+        self._wake.set()
+
+    def _take_due_edges(self, now: float) -> bool:
+        """Drop the edges due by ``now``; whether there were any."""
+        with self._edges_lock:
+            due = bool(self._edges) and self._edges[0] <= now
+            self._edges = [t for t in self._edges if t > now]
+        return due
+
     def _loop(self) -> None:
         next_at = self.clock()
         while not self._stop.is_set():
-            self.scrape_once()
-            next_at += self.interval_s
-            self._stop.wait(max(0.0, next_at - self.clock()))
+            now = self.clock()
+            if now >= next_at:
+                self._take_due_edges(now)  # this scrape covers them
+                self.scrape_once()
+                next_at += self.interval_s
+            elif self._take_due_edges(now):
+                self.scrape_once()
+            self._wake.clear()  # before reading the edges: one added after is not missed
+            with self._edges_lock:
+                wake = min([next_at, *self._edges[:1]])
+            self._wake.wait(max(0.0, wake - self.clock()))
 
     def start(self) -> Scraper:
         self._thread = threading.Thread(target=self._loop, name="scraper", daemon=True)
@@ -138,6 +171,7 @@ class Scraper:
         if self._closed:
             return
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         # A thread still inside a scrape (a source not answering) must not interleave with ours.
@@ -180,3 +214,12 @@ class Scraper:
                 state = json.loads(labels).get("state")
                 return str(state) if state is not None else None
         return None
+
+
+def window_edges(scenario: Scenario, t0: float) -> list[float]:
+    """The absolute times the figures cut counters at: the measured window's start and
+    end (the load's stop) and each gateway phase's start and end within it."""
+    edges = {0.0, scenario.duration}
+    for phase in scenario.pg.phases:
+        edges |= {phase.start, phase.end}
+    return sorted(t0 + e for e in edges if 0.0 <= e <= scenario.duration)

@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness.results.manifest import KindRecord
 from harness.scenario.bounds import MAX_TIMEOUT_S
 from harness.scenario.builds.base import BuildSettings
+from harness.scenario.caps import TargetCap
 
 LOG_TAIL_LINES = 30
 """Lines of a build's log quoted in an error and kept in the manifest
@@ -95,6 +96,10 @@ class Launch:
     """How long the build may take to answer them all before the run fails (exit 3)."""
     hint: str = ""
     """Said when the build does not get healthy: what the user should check."""
+    listen_ports: Mapping[int, str] = field(default_factory=dict)
+    """Ports the process was told to listen on, each with how it was told (``server.port``):
+    a process tree that listens on others instead fails the build before the load
+    (``harness.run.health``)."""
     extra_metrics: Mapping[str, str] = field(default_factory=dict)
     """More scrape sources besides the target's own (source name -> URL of Prometheus
     text), e.g. a container's CPU and memory (``CONTAINER_SOURCE``)."""
@@ -156,6 +161,32 @@ class Target(Protocol):
 
     def collect(self, build_dir: Path) -> None:
         """After its process stopped (whatever happened), write what it left as results."""
+
+
+class Capper(Protocol):
+    """Puts a phase's caps (CPU, memory) on a running build's target and lifts them."""
+
+    @property
+    def how(self) -> str:
+        """What it caps, in words (the manifest's ``caps[].by``): a cgroup, a container."""
+
+    def apply(self, cap: TargetCap) -> None:
+        """Put ``cap`` in force now; ``RunError`` when it cannot."""
+
+    def lift(self) -> str:
+        """Put the build's own limits back; what is in force now, in words."""
+
+    def close(self) -> None:
+        """Let go of what it holds (a client of the Engine); the caps stay as they are."""
+
+
+@runtime_checkable
+class CapsItself(Protocol):
+    """A target whose kind caps it its own way (a container, by the Docker Engine), not
+    through a cgroup of its processes (``harness.run.caps``)."""
+
+    def capper(self) -> Capper:
+        """After ``prepare``: what applies and lifts the caps of the build."""
 
 
 class Leftovers(Protocol):

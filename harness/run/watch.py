@@ -34,10 +34,16 @@ def watch_load(
     scraper: Scraper,
     preset: Preset,
     load_exit: Callable[[], int | None],
-) -> None:
+    stop_early: Callable[[float], bool] | None = None,
+    check: Callable[[], None] = lambda: None,
+) -> bool:
     """Emit progress every second until the load generator finishes; fail if a process dies.
 
-    ``folder`` is checked for space first each second; ``listener`` gets the progress.
+    ``folder`` is checked for space first each second; ``listener`` gets the progress;
+    ``check`` raises what else fails the build (a phase cap that could not be applied).
+    ``stop_early`` is asked each second with the time (a gate with ``abort: true``): when
+    it says so, the watch ends with the load still running, for the caller to stop it.
+    Returns whether it did.
     """
     previous: dict[str, Any] = {}
     hard_stop = start_at + plan.total_s + plan.drain_s + 30
@@ -63,8 +69,11 @@ def watch_load(
             if progress.get("state") != "finished":
                 raise
             break
+        check()
         if time.time() > hard_stop:
             raise RunError("the load generator did not finish in time")
+        if stop_early is not None and stop_early(time.time()):
+            return True
         listener.progress(_progress(key, plan, start_at, progress, previous, scraper, preset))
         previous = progress
     code = load_exit()
@@ -78,6 +87,14 @@ def watch_load(
         raise ProcessDied(f"Locust exited with code {code}; last lines of {load.log_path}:\n{tail}")
     if progress.get("state") != "finished":
         raise RunError(f"the load generator stopped early (state {progress.get('state')!r})")
+    return False
+
+
+def _firsts(progress: dict[str, Any], endpoint: str) -> int:
+    """First attempts sent so far: attempts less the client's retries (``traffic.<ep>.retry``),
+    so achieved is the requests' rate, as the report's ``achieved_rps``."""
+    sent = int(progress.get("sent", {}).get(endpoint, 0))
+    return sent - int(progress.get("retried", {}).get(endpoint, 0))
 
 
 def _progress(
@@ -90,9 +107,7 @@ def _progress(
     preset: Preset,
 ) -> Progress:
     dt = max(1e-6, now.get("t", 0.0) - before.get("t", start_at))
-    sent_now: dict[str, int] = now.get("sent", {})
-    sent_before: dict[str, int] = before.get("sent", {})
-    achieved = {ep: (sent_now.get(ep, 0) - sent_before.get(ep, 0)) / dt for ep in plan.endpoints}
+    achieved = {ep: (_firsts(now, ep) - _firsts(before, ep)) / dt for ep in plan.endpoints}
     elapsed = max(0.0, time.time() - start_at)
     return Progress(
         build=key,

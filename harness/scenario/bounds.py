@@ -31,6 +31,12 @@ MAX_TOTAL_RATE = 100_000.0
 """Requests per second of all endpoints together."""
 MAX_PLANNED_REQUESTS = 50_000_000
 """Requests one build sends (rates x (warmup + duration)); about 4 GB of samples."""
+MIN_EXPECTED_REQUESTS = 1
+"""Requests an endpoint is expected to send in the measured window (its mean rate x duration):
+below one it sends nothing to measure (``rate: 0.000000001`` ran to an empty table)."""
+MIN_SCRAPES = 3
+"""The measured window lasts at least this many ``metrics.interval``: a counter's growth needs
+two scrapes, a gauge's statistics more than one reading."""
 MAX_STAGES = 1000
 """Stages of one endpoint's ramping rate."""
 MAX_ENDPOINTS = 100
@@ -47,6 +53,9 @@ MIN_REPEAT_EVERY_S = 0.01
 """A repeating fault switches on at most 100 times a second."""
 MAX_IN_FLIGHT = 100_000
 """An endpoint's ``max-in-flight`` (the load generator holds that many requests open)."""
+MAX_CLIENT_ATTEMPTS = 10
+"""A client retry's ``max-attempts`` (the first included): the load generator may send each
+planned request up to this many times."""
 MAX_REPLICAS = 16
 """Shop processes of one build (``replicas``), each with its own pool, behind one nginx."""
 MAX_WINDOW = 100_000

@@ -8,6 +8,7 @@ gateway validates both with the same rules. What a fault means at run time
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -21,18 +22,16 @@ from harness.scenario.bounds import (
     MAX_MIX_COMPONENTS,
     MAX_PATH_CHARS,
     MAX_PHASES,
-    MAX_SIGMA,
     MAX_WEIGHT,
     MIN_REPEAT_EVERY_S,
     SafeName,
     check_json,
 )
-
-HANG_LIMIT_S = 600.0
-"""A hung call is released after this long even if the caller never gives up (bounded work).
-
-Every delay a fault asks for is capped by it too, so no wait in the gateway is unbounded.
-"""
+from harness.scenario.capacity import MAX_CONCURRENCY, GatewayCapacity, Share
+from harness.scenario.caps import TargetCap
+from harness.scenario.distributions import HANG_LIMIT_S as HANG_LIMIT_S
+from harness.scenario.distributions import DelayParams, Kind, check_distribution
+from harness.scenario.distributions import LatencyComponent as LatencyComponent
 
 FAULT_TYPES = (
     "healthy",
@@ -44,16 +43,9 @@ FAULT_TYPES = (
     "refuse",
     "malformed",
     "slow-body",
+    "brownout",
 )
 """Every ``type`` a fault may have, in the order docs/faults.md presents them."""
-
-_DELAY_PARAMS = ("delay", "min", "max", "mean", "stddev", "median", "sigma")
-_NEEDS = {
-    "fixed": ("delay",),
-    "uniform": ("min", "max"),
-    "normal": ("mean", "stddev"),
-    "lognormal": ("median", "sigma"),
-}
 
 Body = str | dict[str, Any]
 """A response body a fault sends: a string as it is (text/plain), a mapping as JSON."""
@@ -98,29 +90,10 @@ class _FaultBase(StrictModel):
     match: Match | None = None
 
 
-class _DelayParams(StrictModel):
-    """Parameters of one delay distribution (``fixed``, ``uniform``, ``normal``, ``lognormal``)."""
-
-    delay: Duration | None = Field(None, le=HANG_LIMIT_S, description="fixed")
-    min: Duration | None = Field(None, le=HANG_LIMIT_S, description="uniform")
-    max: Duration | None = Field(None, le=HANG_LIMIT_S, description="uniform")
-    mean: Duration | None = Field(None, le=HANG_LIMIT_S, description="normal")
-    stddev: Duration | None = Field(None, le=HANG_LIMIT_S, description="normal")
-    median: Duration | None = Field(None, gt=0, le=HANG_LIMIT_S, description="lognormal")
-    sigma: float | None = Field(None, gt=0, le=MAX_SIGMA, description="lognormal, of log(delay)")
-
-    def _check_params(self, distribution: str) -> None:
-        needs = _NEEDS[distribution]
-        missing = [n for n in needs if getattr(self, n) is None]
-        if missing:
-            raise ValueError(f"distribution {distribution} needs {', '.join(missing)}")
-        extra = [n for n in _DELAY_PARAMS if n not in needs and getattr(self, n) is not None]
-        if extra:
-            raise ValueError(
-                f"distribution {distribution} takes {', '.join(needs)}, not {', '.join(extra)}"
-            )
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"min {self.min:g}s is greater than max {self.max:g}s")
+def _every_call(fault: _FaultBase, why: str) -> None:
+    """A fault of the whole gateway (refuse, brownout) hits every call or none."""
+    if fault.probability != 1.0 or fault.match is not None:
+        raise ValueError(why)
 
 
 class HealthyFault(_FaultBase):
@@ -129,19 +102,7 @@ class HealthyFault(_FaultBase):
     type: Literal["healthy"]
 
 
-class LatencyComponent(_DelayParams):
-    """One part of a ``mix``: chosen with probability ``weight`` / sum of weights."""
-
-    weight: float = Field(gt=0, le=MAX_WEIGHT)
-    distribution: Literal["fixed", "uniform", "normal", "lognormal"]
-
-    @model_validator(mode="after")
-    def _parameters_match(self) -> LatencyComponent:
-        self._check_params(self.distribution)
-        return self
-
-
-class LatencyFault(_FaultBase, _DelayParams):
+class LatencyFault(_FaultBase, DelayParams):
     """The gateway answers 200 after a delay drawn from a distribution (delays of several add up).
 
     ``mix`` expresses a long tail (98% about 50 ms, 2% 2–3 s); ``ramp-to``
@@ -149,7 +110,7 @@ class LatencyFault(_FaultBase, _DelayParams):
     """
 
     type: Literal["latency"]
-    distribution: Literal["fixed", "uniform", "normal", "lognormal", "mix"] = "fixed"
+    distribution: Kind = "fixed"
     mix: list[LatencyComponent] | None = Field(None, min_length=1, max_length=MAX_MIX_COMPONENTS)
     ramp_to: Duration | None = Field(
         None, le=HANG_LIMIT_S, description="fixed delay at the phase's end (linear from delay)"
@@ -157,21 +118,7 @@ class LatencyFault(_FaultBase, _DelayParams):
 
     @model_validator(mode="after")
     def _parameters_match(self) -> LatencyFault:
-        if self.distribution == "mix":
-            if self.mix is None:
-                raise ValueError(
-                    "distribution mix needs mix: a list of {weight, distribution, ...parameters}"
-                )
-            given = [n for n in _DELAY_PARAMS if getattr(self, n) is not None]
-            if given:
-                raise ValueError(
-                    f"distribution mix takes its parameters inside each mix entry, "
-                    f"not {', '.join(given)}"
-                )
-        else:
-            if self.mix is not None:
-                raise ValueError(f"mix is only for distribution mix, not {self.distribution}")
-            self._check_params(self.distribution)
+        check_distribution(self, self.distribution, self.mix)
         if self.ramp_to is not None and self.distribution != "fixed":
             raise ValueError(
                 f"ramp-to needs distribution fixed (the delay grows linearly from delay to "
@@ -263,11 +210,11 @@ class RefuseFault(_FaultBase):
 
     @model_validator(mode="after")
     def _whole_listener(self) -> RefuseFault:
-        if self.probability != 1.0 or self.match is not None:
-            raise ValueError(
-                "refuse takes the whole listener down, so probability and match do not apply "
-                "(for a share of calls, use type reset)"
-            )
+        _every_call(
+            self,
+            "refuse takes the whole listener down, so probability and match do not apply "
+            "(for a share of calls, use type reset)",
+        )
         return self
 
 
@@ -286,6 +233,36 @@ class SlowBodyFault(_FaultBase):
     chunks: int = Field(10, ge=1, le=10_000)
 
 
+class BrownoutFault(_FaultBase):
+    """The gateway's capacity drops for the phase: a share of ``pg.capacity.concurrency`` (``20%``)
+    or a number of slots (``concurrency: 2``). Calls in service finish; the queue waits."""
+
+    type: Literal["brownout"]
+    capacity: Share | None = Field(None, description="share of pg.capacity.concurrency, (0, 100%]")
+    concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="slots in force")
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> BrownoutFault:
+        _every_call(
+            self,
+            "brownout lowers the gateway's capacity for every call, so probability and "
+            "match do not apply",
+        )
+        if (self.capacity is None) == (self.concurrency is None):
+            raise ValueError(
+                "brownout needs capacity (a share such as 20%) or concurrency (slots), not "
+                + ("both" if self.capacity is not None else "neither")
+            )
+        return self
+
+    def slots(self, concurrency: int) -> int:
+        """The slots in force under this brownout, of ``concurrency`` (at least 1)."""
+        if self.concurrency is not None:
+            return self.concurrency
+        assert self.capacity is not None
+        return max(1, math.floor(self.capacity * concurrency + 0.5))
+
+
 Fault = Annotated[
     HealthyFault
     | LatencyFault
@@ -295,7 +272,8 @@ Fault = Annotated[
     | ResetFault
     | RefuseFault
     | MalformedFault
-    | SlowBodyFault,
+    | SlowBodyFault
+    | BrownoutFault,
     Field(discriminator="type"),
 ]
 
@@ -352,6 +330,10 @@ class Phase(StrictModel):
         description="several faults, combined in order",
     )
     repeat: Repeat | None = None
+    target: TargetCap | None = Field(
+        None,
+        description="caps on every build's target for the phase (cpus, memory), lifted at its end",
+    )
 
     @model_validator(mode="after")
     def _fault_or_faults(self) -> Phase:
@@ -361,10 +343,13 @@ class Phase(StrictModel):
         if "faults" in given:
             _check_combination(self.faults)
             self.fault = headline_fault(self.faults)
-        elif "fault" in given:
-            self.faults = [self.fault]
+        elif "fault" in given or self.target is not None:
+            self.faults = [self.fault]  # a phase of target caps alone: the gateway is healthy
         else:
-            raise ValueError("a phase needs fault (one fault) or faults (a list of faults)")
+            raise ValueError(
+                "a phase needs fault (one fault), faults (a list of faults) or target (caps "
+                "on the target)"
+            )
         return self
 
     @property
@@ -373,8 +358,13 @@ class Phase(StrictModel):
 
     @property
     def label(self) -> str:
-        """The phase's faults in one short name, e.g. ``timeout`` or ``latency+error``."""
-        return "+".join(f.type for f in self.faults)
+        """The phase's faults in one short name, e.g. ``timeout`` or ``latency+error``; its
+        caps on the target after them (``target cpus 0.5``, ``timeout+target cpus 0.5``)."""
+        label = "+".join(f.type for f in self.faults)
+        if self.target is None:
+            return label
+        cap = f"target {self.target.label}"
+        return cap if label == "healthy" else f"{label}+{cap}"
 
 
 class FaultOverride(StrictModel):
@@ -397,6 +387,9 @@ class PgSchedule(StrictModel):
     """The payment gateway the harness plays: its fault schedule (a scenario's ``pg:``)."""
 
     phases: list[Phase] = Field(default_factory=list, max_length=MAX_PHASES)
+    capacity: GatewayCapacity | None = Field(
+        None, description="finite capacity: N calls in service at once, a FIFO queue before them"
+    )
     port: int | None = Field(
         None,
         ge=1,
@@ -404,6 +397,39 @@ class PgSchedule(StrictModel):
         description="fixed loopback port of the gateway (needed by url builds); "
         "default: a free one per build",
     )
+
+    def brownout_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A brownout lowers ``pg.capacity``: without one there is nothing to lower; (YAML path,
+        message) of each, said at its line by the loader (``Scenario.cross_field_problems``)."""
+        found: list[tuple[tuple[str | int, ...], str]] = []
+        capacity = self.capacity
+        for i, phase in enumerate(self.phases):
+            for j, fault in enumerate(phase.faults):
+                if fault.type != "brownout":
+                    continue
+                where: tuple[str | int, ...] = (
+                    ("pg", "phases", i, "faults", j)
+                    if len(phase.faults) > 1
+                    else ("pg", "phases", i, "fault")
+                )
+                if capacity is None:
+                    found.append(
+                        (
+                            where + ("type",),
+                            "a brownout lowers the gateway's capacity: give "
+                            "pg.capacity (concurrency, service) for it to lower",
+                        )
+                    )
+                elif fault.concurrency is not None and fault.concurrency > capacity.concurrency:
+                    found.append(
+                        (
+                            where + ("concurrency",),
+                            f"brownout concurrency {fault.concurrency} "
+                            f"is more than pg.capacity.concurrency {capacity.concurrency}: a "
+                            "brownout lowers capacity",
+                        )
+                    )
+        return found
 
     @field_validator("phases")
     @classmethod

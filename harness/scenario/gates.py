@@ -38,38 +38,27 @@ parentheses and unary minus nested at most ``MAX_GATE_DEPTH`` deep.
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.core.catalogue import ENDPOINT, GATED, endpoint_gate
+from harness.core.catalogue import ENDPOINT, GATED, endpoint_gate, gated
 from harness.scenario.bounds import check_printable
+from harness.scenario.gate_tokens import MAX_GATE_CHARS as MAX_GATE_CHARS
+from harness.scenario.gate_tokens import MAX_GATE_DEPTH as MAX_GATE_DEPTH
+from harness.scenario.gate_tokens import NAME_PATTERN as NAME_PATTERN
+from harness.scenario.gate_tokens import NAME_WORD as NAME_WORD
+from harness.scenario.gate_tokens import GateSyntaxError as GateSyntaxError
+from harness.scenario.gate_tokens import tokens
 from harness.scenario.schema import Scenario
 
-MAX_GATE_CHARS = 1000
-"""A gate's text; real gates are under 100 characters."""
-MAX_GATE_TOKENS = 200
-"""Numbers, names, operators and brackets of one gate."""
-MAX_GATE_DEPTH = 32
-"""Parentheses and unary minus nested in one gate."""
-
-# ---------------------------------------------------------------- parsing
-
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d+)?)(?P<unit>ms|s|m|%)?(?![A-Za-z0-9_])"
-    r"|(?P<cmp><=|>=|==|!=|<|>)"
-    r"|(?P<op>[-+*/()\[\]])"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*"
-    r"(?:\.(?:[A-Za-z_][A-Za-z0-9_-]*|\d+(?![A-Za-z0-9_-])))*))"
-)
 _UNITS = {None: 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "%": 1.0}
 Comparator = Literal["<=", "<", ">=", ">", "==", "!="]
 
 
-class GateSyntaxError(ValueError):
-    """The gate's text does not follow the grammar, or names something that does not exist."""
-
-
+BASELINE = "baseline"
+"""A gate's first word for the ``--baseline`` run's figures (``baseline.after.products.p95``)."""
+REPLICAS = "replicas"
+"""The word after a build for one replica's figures (``after.replicas.0.breaker.opens``)."""
 REPLICA_AGGREGATES = ("min", "max")
 """What ``build.replicas.<which>`` may say besides an index: the least or greatest replica's."""
 
@@ -96,6 +85,10 @@ class Metric:
 @dataclass(frozen=True)
 class Number:
     value: float
+    unit: Literal["s", "%"] | None = field(default=None, compare=False)
+    """What the text said: ``s`` (written s, ms or m), ``%``; None: a bare number."""
+    text: str = field(default="", compare=False)
+    """As written (``200ms``), for messages."""
 
 
 @dataclass(frozen=True)
@@ -137,35 +130,12 @@ def _metrics(node: Node) -> list[Metric]:
     return []
 
 
-def _tokens(text: str) -> list[tuple[str, str, str | None]]:
-    out: list[tuple[str, str, str | None]] = []
-    pos = 0
-    text = text.rstrip()
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if match is None or match.end() == pos:
-            rest = text[pos:] if len(text) - pos <= 40 else text[pos : pos + 37] + "..."
-            raise GateSyntaxError(f"cannot read {rest!r} (at character {pos + 1})")
-        pos = match.end()
-        kind = match.lastgroup if match.lastgroup != "unit" else "num"
-        if match.group("num") is not None:
-            out.append(("num", match.group("num"), match.group("unit")))
-        elif kind is not None:
-            out.append((kind, match.group(kind), None))
-        if len(out) > MAX_GATE_TOKENS:
-            raise GateSyntaxError(
-                f"a gate has at most {MAX_GATE_TOKENS} numbers, names and operators; "
-                "split it into several gates"
-            )
-    return out
-
-
 class _Parser:
     """Recursive descent over the tokens; builds the tree, evaluates nothing."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.toks = _tokens(text)
+        self.toks = tokens(text)
         self.i = 0
         self.depth = 0
 
@@ -234,7 +204,9 @@ class _Parser:
             number = float(value) * _UNITS[unit]
             if not math.isfinite(number):
                 raise GateSyntaxError(f"the number {value[:20]}... is too large")
-            return Number(number)
+            return Number(
+                number, None if unit is None else "%" if unit == "%" else "s", value + (unit or "")
+            )
         if value == "(":
             self.nest()
             node = self.expr()
@@ -244,7 +216,7 @@ class _Parser:
         if kind != "name":
             raise GateSyntaxError(f"expected a number or a figure, found {value!r}")
         parts = value.split(".")
-        baseline = parts[0] == "baseline"
+        baseline = parts[0] == BASELINE
         if baseline:
             parts = parts[1:]
         if len(parts) < 2:
@@ -252,7 +224,7 @@ class _Parser:
                 f"{value!r}: a figure is written build.figure, e.g. after.products.p95"
             )
         replica = None
-        if parts[1] == "replicas" and len(parts) > 2 and _is_replica(parts[2]):
+        if parts[1] == REPLICAS and len(parts) > 2 and _is_replica(parts[2]):
             if len(parts[2]) > 6:
                 raise GateSyntaxError(f"{value!r}: replica {parts[2][:20]} is out of range")
             replica = str(int(parts[2])) if parts[2].isdigit() else parts[2]
@@ -289,6 +261,34 @@ def parse_gate(text: str, name: str | None = None) -> Gate:
     except ValueError as exc:
         raise GateSyntaxError(str(exc)) from None
     return _Parser(text).gate(name or text)
+
+
+def prefix_figures(text: str, build: str) -> str:
+    """A build-less text (``products.p99[outage] <= 2s``, a sweep's objective and
+    constraints) as ``build``'s (``fr50.products.p99[outage] <= 2s``): every figure's name
+    gets the build in front; a phase in ``[...]`` does not."""
+    if len(text) > MAX_GATE_CHARS:
+        raise GateSyntaxError(
+            f"a gate has at most {MAX_GATE_CHARS} characters, this one {len(text):,}"
+        )
+    out: list[str] = []
+    previous = ""
+    for kind, value, unit in tokens(text):
+        if kind == "name" and previous != "[":
+            out.append(f"{build}.{value}")
+        else:
+            out.append(value + (unit or ""))
+        previous = value
+    return " ".join(out).replace(" [ ", "[").replace(" ]", "]")
+
+
+def expression_figures(text: str) -> list[Metric]:
+    """The figures an expression (no comparison) names, parsed as a gate's left side."""
+    parser = _Parser(text)
+    node = parser.expr()
+    if parser.peek() is not None:
+        raise GateSyntaxError(f"unexpected {parser.peek()[1]!r} in {text!r}")  # type: ignore[index]
+    return _metrics(node)
 
 
 # ---------------------------------------------------------------- figures
@@ -368,7 +368,68 @@ def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) ->
             problems.append(f"unknown figure {name!r}{hint}; known: {_some(known)}")
         elif metric.phase and is_uncut(name):
             problems.append(f"figure {name!r} is not cut by phase; drop [{metric.phase}]")
+    return problems or unit_problems(gate, scenario)
+
+
+# ---------------------------------------------------------------- units
+
+_ANY = "any"
+"""The unit of a product or quotient of two figures with units: not checked further."""
+_UNIT_WORDS = {"s": "in seconds", "%": "a percentage", "": "a count or ratio, without a unit"}
+
+
+def unit_problems(gate: Gate, scenario: Scenario) -> list[str]:
+    """Sides that cannot be compared or added: ``p95 <= 99%`` (seconds against a percentage),
+    ``success_pct >= 3s``. A bare number fits any unit; ``ms``, ``s`` and ``m`` are seconds."""
+    problems: list[str] = []
+    _compare(gate.left, gate.right, gate.op, scenario, problems)
     return problems
+
+
+def _unit(node: Node, scenario: Scenario, problems: list[str]) -> str | None:
+    """The unit of a node (``s``, ``%``, ``""``), None for a bare number, ``_ANY`` unknown."""
+    if isinstance(node, Number):
+        return node.unit
+    if isinstance(node, Neg):
+        return _unit(node.operand, scenario, problems)
+    if isinstance(node, Metric):
+        found = gated(".".join(node.path), () if node.replica else scenario.traffic)
+        return _ANY if found is None else found[0].unit
+    if node.op in "+-":
+        return _compare(node.left, node.right, node.op, scenario, problems)
+    left = _unit(node.left, scenario, problems)
+    right = _unit(node.right, scenario, problems)
+    if node.op == "*":
+        return right if left in (None, "") else left if right in (None, "") else _ANY
+    if right in (None, ""):
+        return left
+    return "" if left == right else _ANY
+
+
+def _compare(
+    left: Node, right: Node, op: str, scenario: Scenario, problems: list[str]
+) -> str | None:
+    """Both sides of a comparison, ``+`` or ``-`` in one unit; the unit they share."""
+    a, b = _unit(left, scenario, problems), _unit(right, scenario, problems)
+    if a is None or a == _ANY:
+        return b if a is None else a
+    if b is None or b == _ANY or a == b:
+        return a
+    problems.append(
+        f"units do not fit: {_show(left)} is {_UNIT_WORDS[a]}, {_show(right)} is "
+        f"{_UNIT_WORDS[b]} ({op!r} needs one unit on both sides)"
+    )
+    return _ANY
+
+
+def _show(node: Node) -> str:
+    if isinstance(node, Number):
+        return node.text or f"{node.value:g}"
+    if isinstance(node, Metric):
+        return str(node)
+    if isinstance(node, Neg):
+        return "-" + _show(node.operand)
+    return f"{_show(node.left)} {node.op} {_show(node.right)}"
 
 
 def _replica_problems(metric: Metric, scenario: Scenario) -> list[str]:

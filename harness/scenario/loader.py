@@ -15,14 +15,17 @@ from pathlib import Path
 from harness.core.errors import Problem, ScenarioError
 from harness.core.yamlmodel import (
     Validated,
+    YamlPath,
     display_name,
     in_file_order,
     problem_at,
     read_text_file,
     validate_yaml,
 )
+from harness.scenario.abort import abort_problems
 from harness.scenario.builds import build_problems, folder_problems
 from harness.scenario.gates import GateSyntaxError, check_gate, figure_names, parse_gate
+from harness.scenario.names import name_problems
 from harness.scenario.schema import LoadedScenario, Scenario
 
 
@@ -35,13 +38,34 @@ def load_scenario_text(
     """
     done = validate_yaml(Scenario, text, file, expected="a mapping of scenario keys")
     problems = done.problems + _gate_problems(done, file) + _build_problems(done, file, base_dir)
-    problems += [  # stages against the time line, at the stages' line
-        problem_at(file, done.node(path), ".".join(str(p) for p in path), message)
-        for path, message in done.model.traffic_problems()
+    problems += [  # fields against each other (the time line, the load), at the field's line
+        problem_at(file, done.node(*paths), ".".join(str(p) for p in paths[0]), message)
+        for path, message in done.model.cross_field_problems()
+        for paths in [_in_file(done, path)]
+    ]
+    problems += [  # names a gate could not tell from its own words, at the name's key
+        problem_at(file, done.key_node(where), ".".join(str(p) for p in where), message)
+        for path, message in name_problems(done.model)
+        for where in [_in_file(done, path)[0]]
     ]
     if problems:
         raise ScenarioError(in_file_order(problems))
     return LoadedScenario(path=file, text=text, scenario=done.model)
+
+
+def _in_file(done: Validated[Scenario], path: YamlPath) -> tuple[YamlPath, ...]:
+    """A model's path as the file's: ``pg.phases`` are sorted by start, the file's are not, so
+    a phase's index is found by its name; then the path itself, then its parent."""
+    if path[:2] == ("pg", "phases") and len(path) > 2:
+        name = done.model.pg.phases[int(path[2])].name
+        i = 0
+        while ("pg", "phases", i) in done.index:
+            node = done.index.get(("pg", "phases", i, "name"))
+            if node is not None and getattr(node, "value", None) == name:
+                path = ("pg", "phases", i, *path[3:])
+                break
+            i += 1
+    return (path, path[:-1])
 
 
 def _gate_problems(done: Validated[Scenario], file: str) -> list[Problem]:
@@ -50,11 +74,17 @@ def _gate_problems(done: Validated[Scenario], file: str) -> list[Problem]:
     known = set(figure_names(done.model))
     for i, spec in enumerate(done.model.gate_specs()):
         try:
-            messages = check_gate(parse_gate(spec.expr, spec.name), done.model, known)
+            gate = parse_gate(spec.expr, spec.name)
+            messages = check_gate(gate, done.model, known)
         except GateSyntaxError as exc:
             messages = [str(exc)]
         node = done.node(("gates", i, "expr"), ("gates", i))
         problems += [problem_at(file, node, f"gates.{i}", m) for m in messages]
+        if spec.abort and not messages:  # a gate that may stop a build early (scenario/abort.py)
+            node = done.node(("gates", i, "abort"), ("gates", i))
+            problems += [
+                problem_at(file, node, f"gates.{i}.abort", m) for m in abort_problems(gate)
+            ]
     return problems
 
 

@@ -47,6 +47,8 @@ from harness.scenario.bounds import (
     MAX_TIMEOUT_S,
     MAX_TOTAL_RATE,
     MAX_WARMUP_S,
+    MIN_EXPECTED_REQUESTS,
+    MIN_SCRAPES,
     SafeName,
     check_json,
     check_name,
@@ -54,7 +56,10 @@ from harness.scenario.bounds import (
     check_printable,
 )
 from harness.scenario.builds import Build
+from harness.scenario.client_retry import ClientRetry
 from harness.scenario.faults import PgSchedule
+from harness.scenario.recovery import RecoverySettings, recovery_problems
+from harness.scenario.sweep import Sweep
 
 # ---------------------------------------------------------------- traffic
 
@@ -111,6 +116,9 @@ class Endpoint(StrictModel):
         le=MAX_IN_FLIGHT,
         description="at most this many requests of the endpoint open at once; an arrival "
         "that finds them all open is dropped, not sent, and counted (k6's maxVUs)",
+    )
+    retry: ClientRetry | None = Field(
+        None, description="the client retries failed requests (needs the endpoint's timeout)"
     )
 
     @field_validator("body")
@@ -193,6 +201,11 @@ class GateSpec(StrictModel):
         description='the seed article\'s own figure for the claim, as text (e.g. "7.21 s"); '
         "shown beside ours in the report's Seed claims",
     )
+    abort: bool = Field(
+        False,
+        description="stop the build's load once the gate fails, checked after each phase ends "
+        "(k6's abortOnFail); every figure it names must be cut to a phase: [phase]",
+    )
 
     @field_validator("name")
     @classmethod
@@ -244,6 +257,7 @@ class Scenario(StrictModel):
     pg: PgSchedule = Field(default_factory=PgSchedule)
     builds: dict[str, Build] = Field(min_length=1, max_length=MAX_BUILDS)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    recovery: RecoverySettings | None = Field(None, description="the recovered/stuck verdict")
     allow_remote: bool = Field(
         False, description="url builds may be off loopback (harness run needs --allow-remote too)"
     )
@@ -251,6 +265,9 @@ class Scenario(StrictModel):
         default_factory=list,
         max_length=MAX_GATES,
         description="comparisons that fail the run (exit 1); see harness/scenario/gates.py",
+    )
+    sweep: Sweep | None = Field(
+        None, description="candidates over one build's settings for `harness tune` (docs/tune.md)"
     )
 
     def gate_specs(self) -> list[GateSpec]:
@@ -263,37 +280,17 @@ class Scenario(StrictModel):
             check_name(name, dots=False)
         return value
 
-    @model_validator(mode="after")
-    def _load_fits_one_machine(self) -> Scenario:
-        if any(e.stages_s > self.duration + 1e-9 for e in self.traffic.values()):
-            return self  # said at the stages' line (traffic_problems)
-        profiles = [self.rate_profile(name) for name in self.traffic]
-        total_rate = peak_of_sum(profiles)
-        if total_rate > MAX_TOTAL_RATE:
-            raise ValueError(
-                f"the endpoints' rates add up to {total_rate:g}/s; at most {MAX_TOTAL_RATE:g}/s"
-            )
-        planned = sum(p.total for p in profiles)
-        if planned > MAX_PLANNED_REQUESTS:
-            raise ValueError(
-                f"each build would send {planned:,.0f} requests (rates x (warmup + duration)); "
-                f"at most {MAX_PLANNED_REQUESTS:,}"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _phases_fit(self) -> Scenario:
-        for phase in self.pg.phases:
-            if phase.end > self.duration + 1e-9:
-                raise ValueError(
-                    f"phase {phase.name!r} ends at {phase.end:g}s, after the run's duration "
-                    f"{self.duration:g}s"
-                )
-        return self
-
     def rate_profile(self, endpoint: str) -> RateProfile:
         """The endpoint's offered rate over the load, in measured-window time."""
         return self.traffic[endpoint].rate_profile(self.warmup, self.duration)
+
+    def most_attempts(self) -> float:
+        """Attempts one build may send, warmup included: every request, ``max-attempts``
+        times where the client retries (``traffic.<ep>.retry``)."""
+        return sum(
+            self.rate_profile(name).total * (1 if ep.retry is None else ep.retry.max_attempts)
+            for name, ep in self.traffic.items()
+        )
 
     def offered_rps(self, endpoint: str, start_s: float, end_s: float) -> float:
         """The endpoint's mean offered rate over ``[start_s, end_s)`` of the measured window."""
@@ -304,8 +301,100 @@ class Scenario(StrictModel):
         the gateway-calls chart and the silent-gateway warning read)."""
         return [name for name, ep in self.traffic.items() if ep.calls_gateway]
 
-    def traffic_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
-        """Traffic checked against the time line: (YAML path, message) of each problem."""
+    def cross_field_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Fields checked against each other (stages and phases against the duration, the
+        load against one machine): (YAML path, message) of each, said at the field's own
+        line by the loader. A phase's path is its index in ``pg.phases``, by start."""
+        found = self._stage_problems() + self._measure_problems() + self._retry_problems()
+        found += self.pg.brownout_problems()
+        for i, phase in enumerate(self.pg.phases):
+            if phase.end > self.duration + 1e-9:
+                found.append(
+                    (
+                        ("pg", "phases", i, "duration"),
+                        f"phase {phase.name!r} ends at {phase.end:g}s, after the run's "
+                        f"duration {self.duration:g}s",
+                    )
+                )
+        found += self._cap_problems()
+        found += recovery_problems(self.recovery, self.pg.phases, self.duration)
+        if not found:  # the load over a time line that holds together
+            found += [(("traffic",), m) for m in self._load_problems()]
+        return found
+
+    def _cap_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A phase's target caps on builds the harness does not run (a ``url`` build)."""
+        uncapped = [name for name, b in self.builds.items() if not b.cappable]
+        return [
+            (
+                ("pg", "phases", i, "target"),
+                f"phase {phase.name!r} caps the target ({phase.target.label}), but the "
+                f"harness does not run build(s) {', '.join(uncapped)} (a url build is a "
+                "service already running), so it cannot cap them; run it as a command, "
+                "jar or docker build, or drop target: from the phase",
+            )
+            for i, phase in enumerate(self.pg.phases)
+            if phase.target is not None and uncapped
+        ]
+
+    def _measure_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A window too short to scrape, and endpoints that would send nothing in it."""
+        found: list[tuple[tuple[str | int, ...], str]] = []
+        least = MIN_SCRAPES * self.metrics.interval
+        if self.duration < least - 1e-9:
+            found.append(
+                (
+                    ("duration",),
+                    f"duration {format_duration(self.duration)} is shorter than {MIN_SCRAPES} "
+                    f"scrapes ({format_duration(least)}: metrics.interval "
+                    f"{format_duration(self.metrics.interval)}); nothing could be measured",
+                )
+            )
+        for name, ep in self.traffic.items():
+            if ep.stages_s > self.duration + 1e-9:
+                continue  # said at the stages
+            expected = self.offered_rps(name, 0.0, self.duration) * self.duration
+            if expected < MIN_EXPECTED_REQUESTS:
+                found.append(
+                    (
+                        ("traffic", name, "rate" if ep.stages is None else "stages"),
+                        f"expects {expected:.3g} requests in the measured window (mean rate x "
+                        f"duration {format_duration(self.duration)}); at least "
+                        f"{MIN_EXPECTED_REQUESTS}: it would send nothing to measure",
+                    )
+                )
+        return found
+
+    def _load_problems(self) -> list[str]:
+        """The load checked against what one machine can send."""
+        profiles = [self.rate_profile(name) for name in self.traffic]
+        total_rate = peak_of_sum(profiles)
+        if total_rate > MAX_TOTAL_RATE:
+            return [
+                f"the endpoints' rates add up to {total_rate:g}/s; at most {MAX_TOTAL_RATE:g}/s"
+            ]
+        planned = sum(p.total for p in profiles)
+        if planned > MAX_PLANNED_REQUESTS:
+            return [
+                f"each build would send {planned:,.0f} requests (rates x (warmup + duration)); "
+                f"at most {MAX_PLANNED_REQUESTS:,}"
+            ]
+        return []
+
+    def _retry_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A client that retries must give up on each attempt: its endpoint's own timeout."""
+        return [
+            (
+                ("traffic", name, "retry"),
+                f"endpoint {name!r} retries and has no timeout: give its timeout (e.g. "
+                "timeout: 2s), after which an attempt counts as failed and may be retried",
+            )
+            for name, ep in self.traffic.items()
+            if ep.retry is not None and "timeout" not in ep.model_fields_set
+        ]
+
+    def _stage_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Stages checked against the measured window."""
         found: list[tuple[tuple[str | int, ...], str]] = []
         for name, ep in self.traffic.items():
             if ep.stages_s > self.duration + 1e-9:
@@ -327,8 +416,9 @@ class Scenario(StrictModel):
         return max(e.timeout for e in self.traffic.values()) + 2.0
 
     def fault_window(self) -> tuple[float, float] | None:
-        """Start and end (measured-time seconds) of the span covered by non-healthy phases."""
-        faulty = [p for p in self.pg.phases if p.fault.type != "healthy"]
+        """Start and end (measured-time seconds) of the span covered by non-healthy phases
+        (a phase that caps the target is not healthy, whatever its gateway does)."""
+        faulty = [p for p in self.pg.phases if p.fault.type != "healthy" or p.target is not None]
         if not faulty:
             return None
         return min(p.start for p in faulty), max(p.end for p in faulty)

@@ -3,10 +3,11 @@
 ``starter_scenario`` writes the YAML text of a commented scenario for a
 user's own service: a stack (``spring-boot``, ``opossum`` or ``shop``: which
 health path and metric names it speaks) and a build kind (a ``command`` the
-harness starts, a docker ``image``, a ``url`` already running, or, for the
-shop, the reference shop itself). Its first line points editors that speak
-the ``yaml-language-server`` comment at the schema file written next to it,
-so they complete keys and flag mistakes while the user types.
+harness starts, a Spring Boot ``jar`` run with each build's properties, a docker
+``image``, a ``url`` already running, or, for the shop, the reference shop
+itself). Its first line points editors that speak the ``yaml-language-server``
+comment at the schema file written next to it, so they complete keys and flag
+mistakes while the user types.
 
 ``scenario_json_schema`` is the JSON Schema of ``Scenario`` as pydantic
 generates it from the models (validation mode: what a file may say, so a
@@ -38,7 +39,7 @@ StarterPreset = Literal["spring-boot", "opossum", "shop"]
 STARTER_PRESETS: tuple[StarterPreset, ...] = ("spring-boot", "opossum", "shop")
 """The stacks ``harness init`` knows (``metrics.preset`` names)."""
 
-StarterKind = Literal["shop", "command", "docker", "url"]
+StarterKind = Literal["shop", "command", "jar", "docker", "url"]
 
 PG_PORT = 18089
 """The fixed gateway port of a ``url`` starter (its service must be pointed there)."""
@@ -148,23 +149,31 @@ def starter_name(stem: str) -> str:
 
 
 def starter_kind(
-    preset: str, *, command: str | None = None, image: str | None = None, url: str | None = None
+    preset: str,
+    *,
+    command: str | None = None,
+    image: str | None = None,
+    url: str | None = None,
+    jar: str | None = None,
 ) -> StarterKind:
     """Which build kind the options ask for; ``InputError`` for an unknown preset or two kinds."""
     if preset not in STARTER_PRESETS:
         raise InputError(f"unknown preset {preset!r}; known: {', '.join(STARTER_PRESETS)}")
-    given = [
-        opt
-        for opt, value in (("--command", command), ("--image", image), ("--url", url))
-        if value is not None
-    ]
+    options = (("--command", command), ("--jar", jar), ("--image", image), ("--url", url))
+    given = [opt for opt, value in options if value is not None]
     if len(given) > 1:
-        raise InputError(f"give one of --command, --image or --url, not {' and '.join(given)}")
-    for opt, value in (("--command", command), ("--image", image), ("--url", url)):
+        raise InputError(
+            f"give one of --command, --jar, --image or --url, not {' and '.join(given)}"
+        )
+    for opt, value in options:
         if value is not None and not value.strip():
             raise InputError(f"{opt} is empty")
+    if jar is not None and preset != "spring-boot":
+        raise InputError("--jar runs a Spring Boot jar: give it with --preset spring-boot")
     if command is not None:
         return "command"
+    if jar is not None:
+        return "jar"
     if image is not None:
         return "docker"
     if url is not None:
@@ -215,16 +224,18 @@ def starter_scenario(
     command: str | None = None,
     image: str | None = None,
     url: str | None = None,
+    jar: str | None = None,
     name: str = "my-service",
     schema_ref: str = SCHEMA_FILE,
 ) -> str:
     """The text of a commented starter scenario for a service of stack ``preset``.
 
-    At most one of ``command``, ``image`` and ``url`` (none: the reference shop
-    for ``shop``, the stack's usual command otherwise). ``schema_ref`` is where
+    At most one of ``command``, ``jar`` (relative to the file's folder), ``image``
+    and ``url`` (none: the reference shop for ``shop``, the stack's usual command
+    otherwise). ``schema_ref`` is where
     the first line points editors (a path relative to the file, or a URL).
     """
-    kind = starter_kind(preset, command=command, image=image, url=url)
+    kind = starter_kind(preset, command=command, image=image, url=url, jar=jar)
     what = "the reference shop's builds" if kind == "shop" else f"{kind} builds"
     lines = [
         f"# yaml-language-server: $schema={schema_ref}",
@@ -273,6 +284,9 @@ def starter_scenario(
     ]
     if kind == "shop":
         lines += _shop_builds()
+    elif kind == "jar":
+        assert jar is not None
+        lines += _jar_builds(jar)
     else:
         lines += _service_builds(kind, preset, command=command, image=image, url=url)
     lines += ["", *_gates(preset)]
@@ -297,6 +311,38 @@ def _shop_builds() -> list[str]:
         "                       failure-rate-threshold: 50, wait-duration-in-open-state: 10s,",
         "                       permitted-number-of-calls-in-half-open-state: 3,",
         "                       automatic-transition-from-open-to-half-open-enabled: true}",
+    ]
+
+
+def _jar_builds(jar: str) -> list[str]:
+    """``before`` and ``after``: one Spring Boot jar, builds that differ only by properties."""
+    return [
+        *_commented("  before:", "your jar, run with these Spring properties"),
+        *_commented(f"    jar: {_q(jar)}", "relative to this file's folder"),
+        *_commented("    # maven: .", "or: the harness builds it first (mvn package)"),
+        "    java-options: [-Xmx512m]",
+        "    # Spring's own names, nested or dotted, as in application.yml (written to",
+        "    # <run>/<build>/application.yml). {pg_url} is the fault gateway: give it to the",
+        "    # property your client reads its URL from (rename pg.base-url). The harness sets",
+        "    # server.port, management.server.port and both addresses itself.",
+        "    properties: &common",
+        '      pg.base-url: "{pg_url}"',
+        "      server.tomcat.threads.max: 200",
+        *_commented("      server.tomcat.mbeanregistry.enabled: true", "Tomcat's busy threads"),
+        "      management.endpoints.web.exposure.include: health,prometheus",
+        "    # health: /actuator/health on the management port (timeout 180s); metrics:",
+        "    # /actuator/prometheus there, preset spring-boot. Needs actuator and",
+        "    # micrometer-registry-prometheus, and resilience4j-spring-boot3 for the breaker.",
+        *_commented("  after:", "the same jar: only the properties differ"),
+        f"    jar: {_q(jar)}",
+        "    java-options: [-Xmx512m]",
+        "    properties:",
+        *_commented("      <<: *common", "every property of before, then the change"),
+        *_commented("      resilience4j:", "a tuned breaker (rename pgClient to yours)"),
+        "        circuitbreaker:",
+        "          instances:",
+        "            pgClient: {sliding-window-size: 10, minimum-number-of-calls: 10,",
+        "                       failure-rate-threshold: 50, wait-duration-in-open-state: 10s}",
     ]
 
 

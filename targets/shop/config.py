@@ -46,6 +46,7 @@ from targets.shop.resilience import (
     CircuitBreakerConfig,
     FallbackConfig,
     NaiveCircuitBreakerConfig,
+    RetryBudgetConfig,
     RetryConfig,
     ThreadPoolBulkheadConfig,
     TimeLimiterConfig,
@@ -95,6 +96,11 @@ class ShopConfig:
     connect_timeout_s: float = 1.0
     read_timeout_s: float = 3.0
     retry: RetryConfig = field(default_factory=RetryConfig)
+    retry_ignores: tuple[str, ...] | None = None
+    """The refusals the Retry does not retry, by Resilience4j's names
+    (``retry.ignore-exceptions``); None: the shop's default, both."""
+    retry_budget: RetryBudgetConfig | None = None
+    """``retry.budget``: caps the Retry's retries (gRPC's throttling or Finagle's budget)."""
     circuitbreaker: BreakerConfig | None = None
     bulkhead: BulkheadConfig | None = None
     thread_pool_bulkhead: ThreadPoolBulkheadConfig | None = None
@@ -177,10 +183,15 @@ class ShopConfig:
             "timelimiter": TimeLimiterConfig,
         }
         cb = settings.get("circuitbreaker")
+        retry = dict(settings.get("retry") or {})
+        ignores = retry.pop("ignore-exceptions", None)
+        budget = retry.pop("budget", None)
         return _build(
             cls,
             {**data, **client},
-            retry=_build(RetryConfig, settings.get("retry") or {}),
+            retry=_build(RetryConfig, retry),
+            retry_ignores=tuple(ignores) if ignores is not None else None,
+            retry_budget=_build(RetryBudgetConfig, budget) if budget is not None else None,
             circuitbreaker=_breaker(cb) if cb is not None else None,
             fallbacks=fallbacks,
             db_pool=_build(DbPoolConfig, pool) if pool is not None else None,

@@ -88,6 +88,11 @@ class ShopCollector(Collector):
         yield CounterMetricFamily(
             "shop_pg_retries", "Extra gateway attempts made by Retry", value=retry.retries
         )
+        yield CounterMetricFamily(
+            "shop_pg_retries_throttled",
+            "Retries the retry budget refused (0 without retry.budget)",
+            value=retry.throttled,
+        )
         retry_calls = CounterMetricFamily(
             "resilience4j_retry_calls", "Retry outcomes", labels=["name", "kind"]
         )
@@ -105,7 +110,8 @@ class ShopCollector(Collector):
             "Gateway calls by kind (successful, failed, ignored)",
             labels=["name", "kind"],
         )
-        # Named after the breaker even in the retry-only profile, as Spring's series are.
+        # There even in the retry-only profile, all zero, as a Spring service's configured
+        # breaker instance that no call passes is.
         kinds: tuple[CallKind, ...] = ("successful", "failed", "ignored")
         for kind in kinds:
             count, total = stats.call_seconds.get(kind, (0, 0.0))

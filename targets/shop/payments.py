@@ -23,6 +23,7 @@ already (the payment was declined).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -56,6 +57,7 @@ from targets.shop.resilience import (
     ThreadPoolBulkhead,
     TimeLimiter,
     TimeLimitExceededError,
+    make_budget,
 )
 from targets.shop.resilience.decorators import (
     BULKHEAD,
@@ -77,12 +79,31 @@ B = TypeVar("B", bound=BreakerConfig)
 R = TypeVar("R")
 
 
-def pg_retry_config(settings: RetryConfig) -> RetryConfig:
-    """The scenario's retry settings plus what the shop retries."""
+REFUSALS: dict[str, type[Exception]] = {
+    "io.github.resilience4j.circuitbreaker.CallNotPermittedException": CallNotPermittedError,
+    "io.github.resilience4j.bulkhead.BulkheadFullException": BulkheadFullError,
+}
+"""The shop's refusals by Resilience4j's names (``retry.ignore-exceptions``)."""
+
+
+def pg_retry_config(settings: RetryConfig, ignores: tuple[str, ...] | None = None) -> RetryConfig:
+    """The scenario's retry settings plus what the shop retries: the gateway's timeouts,
+    broken connections and 5xx, and the refusals not in ``ignores`` (None: neither refusal
+    is retried, as seed 000's configuration says; ``()``: both are, as Resilience4j's
+    defaults, which retry every exception, do)."""
+    names = tuple(REFUSALS) if ignores is None else ignores
+    ignored = tuple(REFUSALS[name] for name in names)
+    retried = tuple(error for name, error in REFUSALS.items() if name not in names)
     return dataclasses.replace(
         settings,
-        retry_exceptions=(PgTimeout, PgConnectionError, PgServerError, TimeLimitExceededError),
-        ignore_exceptions=(CallNotPermittedError, BulkheadFullError),
+        retry_exceptions=(
+            PgTimeout,
+            PgConnectionError,
+            PgServerError,
+            TimeLimitExceededError,
+            *retried,
+        ),
+        ignore_exceptions=ignored,
     )
 
 
@@ -141,7 +162,10 @@ class PaymentStats:
     payments: dict[str, int]
     """Payments by final status."""
     call_seconds: dict[CallKind, tuple[int, float]]
-    """(count, seconds) of gateway calls by how the breaker counts them."""
+    """(count, seconds) of the calls the breaker let through, by how it recorded them
+    (Resilience4j's ``resilience4j_circuitbreaker_calls_seconds``): one per attempt with
+    Retry outside the breaker, one per payment with the breaker outside; none without a
+    breaker."""
 
 
 def outcome_of(error: BaseException | None) -> str:
@@ -166,6 +190,18 @@ def outcome_of(error: BaseException | None) -> str:
     return "other"
 
 
+def _noting_end(call: Callable[[], R], note: Callable[[BaseException | None], None]) -> R:
+    """``call``'s result, after ``note`` is told how it ended (the error it raised, or None)."""
+    error: BaseException | None = None
+    try:
+        return call()
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        note(error)
+
+
 class PaymentService:
     """Owns the gateway client and the layers of the composition (``config.layers``)."""
 
@@ -181,8 +217,12 @@ class PaymentService:
         self.client = client
         self.layers = config.layers
         # Always there, so its series are exported even when the composition leaves it out.
-        self.retry = Retry(RETRY_NAME, pg_retry_config(config.retry))
-        # Also classifies calls for the timing series in the retry-only profile.
+        budget = config.retry_budget
+        self.retry = Retry(
+            RETRY_NAME,
+            pg_retry_config(config.retry, config.retry_ignores),
+            budget=None if budget is None else make_budget(budget, clock),
+        )
         self.breaker_config = pg_breaker_config(config.circuitbreaker or CircuitBreakerConfig())
         self.breaker: CircuitBreaker | NaiveCircuitBreaker | None = None
         if CIRCUIT_BREAKER in self.layers:
@@ -225,22 +265,28 @@ class PaymentService:
 
     def counted(self, call: Callable[[], R]) -> R:
         """One attempt of any call to the gateway (an approval, a catalogue read), counted
-        in ``shop_pg_calls_total`` and timed by how the breaker classifies it."""
+        in ``shop_pg_calls_total``."""
+        return _noting_end(call, self._count_outcome)
+
+    def _count_outcome(self, error: BaseException | None) -> None:
+        outcome = outcome_of(error)
+        with self._lock:
+            self._pg_calls[outcome] = self._pg_calls.get(outcome, 0) + 1
+
+    def _timed_by_breaker(self, call: Callable[[], R]) -> R:
+        """``call`` as the breaker runs it (what it let through: it is never run for a
+        refused one), timed and counted by how the breaker records its end, as
+        Resilience4j's calls timer is: with Retry inside, one call however many attempts."""
         started = time.monotonic()
-        error: BaseException | None = None
-        try:
-            return call()
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
+
+        def timed(error: BaseException | None) -> None:
             elapsed = time.monotonic() - started
             kind: CallKind = "successful" if error is None else self.breaker_config.classify(error)
-            outcome = outcome_of(error)
             with self._lock:
-                self._pg_calls[outcome] = self._pg_calls.get(outcome, 0) + 1
                 count, total = self._call_seconds.get(kind, (0, 0.0))
                 self._call_seconds[kind] = (count + 1, total + elapsed)
+
+        return _noting_end(call, timed)
 
     def compose(
         self,
@@ -258,7 +304,8 @@ class PaymentService:
             if layer == RETRY:
                 chain = chain.with_retry(self.retry, on_attempt)
             elif layer == CIRCUIT_BREAKER and self.breaker is not None:
-                chain = chain.with_circuit_breaker(self.breaker)
+                timed = functools.partial(self._timed_by_breaker, chain.decorate())
+                chain = Decorators.of_supplier(timed).with_circuit_breaker(self.breaker)
             elif layer == TIME_LIMITER and self.time_limiter is not None:
                 chain = chain.with_time_limiter(self.time_limiter)
             elif layer == BULKHEAD and self.bulkhead is not None:

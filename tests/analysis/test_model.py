@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -12,48 +11,15 @@ import pytest
 
 from harness.analysis.combine import combine_repetitions
 from harness.analysis.model import SCHEMA, BuildFigures, Report, read_report
+from harness.core.conforms import conforms
 
 V1 = Path(__file__).parents[1] / "data" / "run-quickstart-v1" / "report.json"
 """report.json of a quickstart run made before the report model was typed (re-rendered since)."""
 
 
 def _conforms(value: Any, hint: Any, where: str) -> list[str]:
-    """Where ``value`` departs from the type ``hint`` (TypedDicts checked key by key)."""
-    if typing.is_typeddict(hint):
-        if not isinstance(value, dict):
-            return [f"{where}: expected an object, got {value!r}"]
-        hints = typing.get_type_hints(hint)
-        problems = [f"{where}.{k}: missing" for k in hint.__required_keys__ if k not in value]
-        problems += [f"{where}.{k}: not in the model" for k in value if k not in hints]
-        for key, item in value.items():
-            if key in hints:
-                problems += _conforms(item, hints[key], f"{where}.{key}")
-        return problems
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is typing.NotRequired:
-        return _conforms(value, args[0], where)
-    if origin is typing.Literal:
-        return [] if value in args else [f"{where}: expected one of {args}, got {value!r}"]
-    if origin in (typing.Union, types.UnionType):
-        options = [_conforms(value, a, where) for a in args]
-        return [] if any(not o for o in options) else min(options, key=len)
-    if origin is dict:
-        if not isinstance(value, dict):
-            return [f"{where}: expected an object, got {value!r}"]
-        return [p for k, v in value.items() for p in _conforms(v, args[1], f"{where}.{k}")]
-    if origin is list:
-        if not isinstance(value, list):
-            return [f"{where}: expected a list, got {value!r}"]
-        return [p for i, v in enumerate(value) for p in _conforms(v, args[0], f"{where}[{i}]")]
-    if hint is type(None):
-        return [] if value is None else [f"{where}: expected null, got {value!r}"]
-    if hint is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return [] if ok else [f"{where}: expected a number, got {value!r}"]
-    if hint is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        return [] if ok else [f"{where}: expected an integer, got {value!r}"]
-    return [] if isinstance(value, hint) else [f"{where}: expected {hint}, got {value!r}"]
+    """Where ``value`` departs from the type ``hint``, keys the model lacks included."""
+    return conforms(value, hint, where)
 
 
 def test_a_report_written_before_the_model_conforms_to_it() -> None:

@@ -201,6 +201,47 @@ def test_spring_boot_preset_with_tomcat_threads_retry_and_two_breakers() -> None
     assert other["breaker_state"] == [CLOSED] and other["blocked_calls"] == [0.0]
 
 
+# Lines of targets/spring-shop's live /actuator/prometheus (retry-only, feign-micrometer 13.6
+# with its MicrometerCapability bean, Resilience4j 2.3.0): two payments answered, one 500 retried
+# once, two timed out twice; a product client's call that is not the gateway's.
+_FEIGN = 'client="com.example.shop.PgRetryOnlyClient",host="127.0.0.1",method="approve"'
+_SPRING_SHOP_LIVE = f"""\
+feign_Client_seconds_count{{{_FEIGN},uri="/v1/payments/approve"}} 4
+feign_Client_seconds_count{{{_FEIGN},uri="/v1/stock"}} 7
+feign_Client_exception_seconds_count{{{_FEIGN},exception_name="SocketTimeoutException",\
+root_cause_name="SocketTimeoutException",uri="/v1/payments/approve"}} 4
+resilience4j_circuitbreaker_calls_seconds_count{{kind="successful",name="pgClient"}} 2.0
+resilience4j_circuitbreaker_calls_seconds_count{{kind="failed",name="pgClient"}} 3.0
+http_client_requests_seconds_count{{clientName="com.example.shop.PgRetryOnlyClient",error="none",\
+http_method="POST",http_status_code="200",http_url="/v1/payments/approve"}} 2
+tomcat_threads_busy_threads{{name="http-nio-18380"}} 0.0
+"""
+
+
+def _live(*prefixes: str) -> pd.DataFrame:
+    """The live lines whose series starts with one of ``prefixes``, as one scrape."""
+    text = "".join(
+        line + "\n" for line in _SPRING_SHOP_LIVE.splitlines() if line.startswith(prefixes)
+    )
+    return pd.DataFrame(parse_text(text, 0.0, "target"), columns=METRICS_COLUMNS)
+
+
+def test_spring_boot_gateway_calls_from_the_best_counter_the_service_has() -> None:
+    """Feign's client timer (every attempt, timeouts included), else the breaker's timer,
+    else Spring's client observation; only the gateway's approve route."""
+    spring = PRESETS["spring-boot"]
+    assert _series(_live("feign", "resilience4j", "http"), spring)["pg_calls"] == [8.0]
+    assert _series(_live("resilience4j", "http"), spring)["pg_calls"] == [5.0]
+    assert _series(_live("http"), spring)["pg_calls"] == [2.0]  # feign#2566: no timeouts
+    narrowed = resolve_preset("spring-boot", {}, "pgClient")
+    assert _series(_live("resilience4j"), narrowed)["pg_calls"] == [5.0]
+    assert _series(_live("feign"), narrowed)["pg_calls"] == [8.0]  # no breaker label on it
+    missing = map_canonical(_live("tomcat"), spring).missing["pg_calls"]
+    assert missing.startswith("no series feign_Client_seconds_count")
+    assert "nor any of resilience4j_circuitbreaker_calls_seconds_count" in missing
+    assert 'http_client_requests_seconds_count{http_url="/v1/payments/approve"}' in missing
+
+
 @pytest.mark.parametrize(
     "state", ["closed", "open", "half_open", "disabled", "forced_open", "metrics_only"]
 )

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.analysis.presets import PRESETS, Combination, preset_for, resolve_preset
+from harness.analysis.presets import PRESETS, Combination, Fallback, preset_for, resolve_preset
 from harness.core.catalogue import CANONICAL_SERIES
 from harness.core.errors import InputError
 from harness.core.selectors import Selector, parse_selector
@@ -90,9 +90,17 @@ def test_breaker_narrows_the_breaker_series_only() -> None:
     assert spring.breaker_state == Selector(
         "resilience4j_circuitbreaker_state", {"name": "pgClient"}
     )
-    assert spring.source("pg_calls") == Selector(
+    pg_calls = spring.source("pg_calls")
+    assert isinstance(pg_calls, Fallback)
+    # Only the breaker's own timer among the gateway-call counters: the client timers
+    # carry no breaker name.
+    assert pg_calls.choices[1] == Selector(
         "resilience4j_circuitbreaker_calls_seconds_count", {"name": "pgClient"}
     )
+    unnarrowed = PRESETS["spring-boot"].source("pg_calls")
+    assert isinstance(unnarrowed, Fallback)
+    assert pg_calls.choices[0] == unnarrowed.choices[0]
+    assert pg_calls.choices[2:] == unnarrowed.choices[2:]
     assert spring.source("busy_workers") == PRESETS["spring-boot"].source(
         "busy_workers"
     )  # not a breaker series
@@ -127,6 +135,7 @@ def test_resolve_preset_refuses_bad_input_with_the_key() -> None:
         "blocked_calls",
         "pg_calls",
         "retries",
+        "breaker_failures",
         "breaker_state",
         "db_active",
         "db_pending",

@@ -17,7 +17,13 @@ import pytest
 from harness.analysis.figures import build_figures, counter_delta
 from harness.analysis.series import PRESETS, canonical, counter, counter_at
 from harness.analysis.series import Selector as Sel
-from harness.results.io import LEDGER_DTYPES, METRICS_COLUMNS, SAMPLE_DTYPES, empty_frame
+from harness.results.io import (
+    LEDGER_DTYPES,
+    METRICS_COLUMNS,
+    SAMPLE_DTYPES,
+    empty_frame,
+    with_ledger_defaults,
+)
 from harness.results.model import BuildResult
 from harness.scenario.loader import load_scenario_text
 from harness.scenario.schema import Scenario
@@ -73,20 +79,24 @@ def _arrivals(payments: pd.DataFrame) -> np.ndarray:
 
 def _ledger(arrivals: np.ndarray) -> pd.DataFrame:
     n = len(arrivals)
-    return pd.DataFrame(
-        {
-            "arrival": arrivals,
-            "key": [f"k{i}" for i in range(n)],
-            "attempt": [1] * n,
-            "phase": ["baseline"] * n,
-            "fault": ["healthy"] * n,
-            "status": [200] * n,
-            "decision": ["approved"] * n,
-            "duration_s": [0.001] * n,
-            "client_gone": [False] * n,
-            "path": ["/v1/payments/approve"] * n,
-        }
-    ).astype(LEDGER_DTYPES)
+    return (
+        pd.DataFrame(
+            {
+                "arrival": arrivals,
+                "key": [f"k{i}" for i in range(n)],
+                "attempt": [1] * n,
+                "phase": ["baseline"] * n,
+                "fault": ["healthy"] * n,
+                "status": [200] * n,
+                "decision": ["approved"] * n,
+                "duration_s": [0.001] * n,
+                "client_gone": [False] * n,
+                "path": ["/v1/payments/approve"] * n,
+            }
+        )
+        .pipe(with_ledger_defaults)
+        .astype(LEDGER_DTYPES)
+    )
 
 
 def _metrics(arrivals: np.ndarray, scrapes: np.ndarray) -> pd.DataFrame:

@@ -28,7 +28,7 @@ def test_the_docs_tables_are_the_catalogues() -> None:
 
 
 def test_every_figure_is_read_from_a_known_source_and_named_once() -> None:
-    sources = {s.name for s in SERIES} | {"samples", "gateway"}
+    sources = {s.name for s in SERIES} | {"samples", "gateway", "scrapes"}
     assert {f.source for f in FIGURES} <= sources
     gates = [f.gate for f in FIGURES if f.gate is not None]
     assert len(gates) == len(set(gates)) == len(GATED)
@@ -74,5 +74,6 @@ def test_the_report_docs_list_the_canonical_series_and_every_presets_selectors()
     assert sync_docs(text) == text, "python -m harness.core.figure_docs docs/report.md"
     for preset in PRESETS.values():
         for name, source in preset.selectors.items():
-            names = [s.series for s in getattr(source, "plus", (source,))]
+            choices = getattr(source, "choices", (source,))  # a Fallback: each of them
+            names = [s.series for c in choices for s in getattr(c, "plus", (c,))]
             assert all(f"`{n}" in text for n in names), (preset.name, name, names)

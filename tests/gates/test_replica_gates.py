@@ -26,7 +26,7 @@ name: g
 duration: 60s
 traffic:
   payments: {method: POST, path: /api/payments, rate: 5, calls-gateway: true}
-  replicas: {path: /replicas, rate: 1}
+  stock: {path: /stock, rate: 1}
 pg:
   phases:
     - {name: outage, start: 10s, duration: 30s, fault: {type: timeout}}
@@ -52,7 +52,8 @@ def test_a_replica_is_picked_by_index_min_or_max() -> None:
     assert parse_gate("replicas-3.replicas.max.breaker.opens < 3").left == Metric(
         "replicas-3", ("breaker", "opens"), replica="max"
     )
-    # Not an index nor min/max: a plain path (an endpoint named "replicas" has p95).
+    # Not an index nor min/max: a plain path, as the grammar reads it (a scenario refuses an
+    # endpoint named replicas, whose .max would read as a replica: test_reserved_names).
     assert parse_gate("one.replicas.p95 < 1").left == Metric("one", ("replicas", "p95"))
 
 
@@ -85,7 +86,7 @@ def test_validate_accepts_every_replica_figure_and_opens(tmp_path: Path) -> None
         '"scaled.replicas.min.busy_workers.p50[outage] <= scaled.replicas.0.max_workers"',
         '"scaled.replicas.max.busy_workers.max + scaled.replicas.max.busy_workers.mean > 0"',
         '"scaled.replicas.0.pg.retries >= 0"',
-        '"one.replicas.p95 < 2s"',  # the endpoint named replicas
+        '"one.stock.p95 < 2s"',
         '{name: flaps, expr: "one.breaker.opens >= 3", seed: "flapped"}',
         "{expr: \"one.breaker.opens >= 3\", seed: '80%'}",
     ]

@@ -96,3 +96,29 @@ def test_harness_pg_and_proxy_forward_to_the_process_parsers() -> None:
     assert "usage: harness proxy" in proxy.output and "--upstream" in proxy.output
     missing = runner.invoke(app, ["proxy"])
     assert missing.exit_code == 2
+
+
+def test_a_ledger_onto_an_existing_file_is_refused_and_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22, item 22: ``--ledger`` truncated an existing file without a word."""
+    scenario = pg_scenario(tmp_path, "{type: healthy}")
+    ledger = tmp_path / "calls.csv"
+    ledger.write_text("arrival,key\n1.0,k1\n")
+    assert _exit_code(["--scenario", str(scenario), "--ledger", str(ledger), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"--ledger {ledger}: exists" in err and "--overwrite-ledger" in err
+    assert ledger.read_text() == "arrival,key\n1.0,k1\n"
+
+
+def test_overwrite_ledger_starts_it_afresh_and_a_device_is_written_into(tmp_path: Path) -> None:
+    from harness.gateway.ledger import LEDGER_COLUMNS, Ledger
+
+    ledger = tmp_path / "calls.csv"
+    ledger.write_text("old rows\n")
+    with pytest.raises(FileExistsError):
+        Ledger(ledger)
+    Ledger(ledger, overwrite=True).close()
+    assert ledger.read_text() == ",".join(LEDGER_COLUMNS) + "\n"
+    assert parser().parse_args(["--scenario", "s", "--overwrite-ledger"]).overwrite_ledger
+    Ledger("/dev/null").close()  # not a file of rows to lose: written into, as asked

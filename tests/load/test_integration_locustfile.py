@@ -21,7 +21,14 @@ import pandas as pd
 import pytest
 
 from harness.analysis.endpoints import endpoint_stats
-from harness.load.plan import DROPPED, PROTOCOL, EndpointPlan, LoadPlan, idempotency_key
+from harness.load.plan import (
+    DROPPED,
+    PROTOCOL,
+    EndpointPlan,
+    LoadPlan,
+    RetryPlan,
+    idempotency_key,
+)
 from harness.run.loadgen import locust_argv, read_progress
 from tests.conftest import ROOT
 from tests.load.locust_process import go_when_ready, start_locust
@@ -172,3 +179,60 @@ def test_a_plan_of_another_harness_version_is_refused_with_exit_3(tmp_path: Path
     ) in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
     assert not (tmp_path / "samples.csv").exists()
+
+
+def test_retries_are_attempts_of_their_own_in_one_process(tmp_path: Path) -> None:
+    # /status/503 always fails: each request is sent max-attempts times, each retry its wait
+    # (no jitter) after the attempt before; a 404 is final; a retry due while max-in-flight
+    # is full is Dropped, never sent; an endpoint without retry sends each request once.
+    never = RetryPlan(3, 0.02, 2.0, 0.05, jitter="none", on=("5xx",))
+    plan = _run_plan(
+        tmp_path,
+        {
+            "flaky": EndpointPlan("GET", "/status/503", 20.0, 1.0, retry=never),
+            "final": EndpointPlan("GET", "/status/404", 10.0, 1.0, retry=RetryPlan(3, 0, 1, 0)),
+            "capped": EndpointPlan(
+                "GET",
+                "/hang",
+                20.0,
+                0.2,
+                max_in_flight=2,
+                retry=RetryPlan(2, 0.0, 1.0, 0.0, on=("timeout",)),
+            ),  # fmt: skip
+            "read": EndpointPlan("GET", "/cl", 10.0, 1.0),
+        },
+        duration_s=1.0,
+    )
+    samples = pd.read_csv(plan.samples_path, keep_default_na=False, na_values={"end": [""]})
+    assert not samples.duplicated(["endpoint", "index"]).any()
+    count = {n: plan.planned_count(n) for n in plan.endpoints}
+    flaky = samples[samples["endpoint"] == "flaky"].set_index(["request", "attempt"])
+    assert len(flaky) == 3 * count["flaky"] and set(flaky["status"]) == {503}
+    for r in range(count["flaky"]):
+        assert [flaky.loc[(r, a), "index"] for a in (1, 2, 3)] == [r, r + 20, r + 40]
+        for a, wait in ((2, 0.02), (3, 0.04)):
+            gap = flaky.loc[(r, a), "intended_start"] - flaky.loc[(r, a - 1), "end"]
+            assert gap == pytest.approx(wait, abs=2e-6)
+    final = samples[samples["endpoint"] == "final"]
+    assert set(final["attempt"]) == {1} and len(final) == count["final"]
+    read = samples[samples["endpoint"] == "read"]
+    assert set(read["attempt"]) == {1} and (read["request"] == read["index"]).all()
+    capped = samples[samples["endpoint"] == "capped"]
+    retried = capped[capped["attempt"] == 2]
+    assert set(capped["attempt"]) == {1, 2} and len(retried) > 0
+    # a retry follows a timeout of its own request, sent or dropped for the cap
+    assert set(retried["request"]) <= set(capped.loc[capped["error"] == "TimeoutError", "request"])
+    assert set(retried["error"]) <= {"TimeoutError", DROPPED, "Unfinished"}
+    # the server saw exactly the attempts sent
+    seen = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    sent = samples[samples["error"] != DROPPED]
+    assert Counter(s["path"] for s in seen) == {
+        path: int((sent["endpoint"] == name).sum())
+        for name, path in (("flaky", "/status/503"), ("final", "/status/404"),
+                           ("capped", "/hang"), ("read", "/cl"))
+    }  # fmt: skip
+    progress = read_progress(Path(plan.progress_path))
+    assert progress["retried"] == {
+        "flaky": 2 * count["flaky"],
+        "capped": int(((sent["endpoint"] == "capped") & (sent["attempt"] == 2)).sum()),
+    }

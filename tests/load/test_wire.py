@@ -22,7 +22,7 @@ from typing import Any
 import gevent
 import pytest
 
-from harness.load.wire import BadResponse, Endpoint, NoAnswer
+from harness.load.wire import Answer, BadResponse, Endpoint, NoAnswer
 
 pytestmark = pytest.mark.integration
 
@@ -77,13 +77,13 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Scripted]
 @pytest.mark.parametrize("server", ["http", "https"], indirect=True)
 def test_every_framing_is_read_and_the_connection_kept(server: Scripted) -> None:
     ep = server.endpoint("GET")
-    assert ep.request("/cl") == (200, "cl")
-    assert ep.request("/chunked") == (200, "chunked")
-    assert ep.request("/interim") == (200, "")
-    assert ep.request("/nocontent") == (204, "")
-    assert ep.request("/status/503") == (503, "scripted")
-    assert ep.request("/slow") == (200, "")
-    assert ep.request("/cl") == (200, "cl")
+    assert ep.request("/cl") == Answer(200, "cl")
+    assert ep.request("/chunked") == Answer(200, "chunked")
+    assert ep.request("/interim") == Answer(200, "")
+    assert ep.request("/nocontent") == Answer(204, "")
+    assert ep.request("/status/503") == Answer(503, "scripted")
+    assert ep.request("/slow") == Answer(200, "")
+    assert ep.request("/cl") == Answer(200, "cl")
     assert ep.opened == 1
     assert {r["conn"] for r in server.seen()} == {server.seen()[0]["conn"]}
 
@@ -93,8 +93,8 @@ def test_an_answer_that_ends_the_connection_is_read_and_the_next_opens_anew(
     server: Scripted, path: str
 ) -> None:
     ep = server.endpoint("GET")
-    assert ep.request(path) == (200, "")
-    assert ep.request("/cl") == (200, "cl")
+    assert ep.request(path) == Answer(200, "")
+    assert ep.request("/cl") == Answer(200, "cl")
     assert ep.opened == 2 and server.seen()[0]["conn"] != server.seen()[1]["conn"]
 
 
@@ -104,9 +104,9 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused(
     server: Scripted, method: str
 ) -> None:
     ep = server.endpoint(method, body={"a": 1} if method == "POST" else None)
-    assert ep.request("/drop-idle") == (200, "")
+    assert ep.request("/drop-idle") == Answer(200, "")
     time.sleep(0.1)  # the server's FIN arrives
-    assert ep.request("/cl") == (200, "cl")
+    assert ep.request("/cl") == Answer(200, "cl")
     assert ep.opened == 2
     assert [r["path"] for r in server.seen()] == ["/drop-idle", "/cl"]
 
@@ -115,11 +115,11 @@ def test_a_get_dropped_on_a_reused_connection_is_sent_once_more_a_post_never(
     server: Scripted,
 ) -> None:
     get = server.endpoint("GET")
-    assert get.request("/drop-next") == (200, "")
-    assert get.request("/cl") == (200, "cl")  # dropped, then sent again on a new connection
+    assert get.request("/drop-next") == Answer(200, "")
+    assert get.request("/cl") == Answer(200, "cl")  # dropped, then sent again on a new connection
     assert [r["path"] for r in server.seen()] == ["/drop-next", "/cl", "/cl"]
     post = server.endpoint("POST", body={"a": 1})
-    assert post.request("/drop-next") == (200, "")
+    assert post.request("/drop-next") == Answer(200, "")
     with pytest.raises(NoAnswer):
         post.request("/cl")
     assert [r["path"] for r in server.seen()][3:] == ["/drop-next", "/cl"]
@@ -128,7 +128,7 @@ def test_a_get_dropped_on_a_reused_connection_is_sent_once_more_a_post_never(
 def test_a_post_carries_its_json_body_and_headers(server: Scripted) -> None:
     ep = server.endpoint("POST", url=server.url + "/api/", body={"amount": 1000})
     key = "Idempotency-Key: 6f1d9a4e-0000-5000-8000-000000000000\r\n"
-    assert ep.request("/payments", key) == (200, "")
+    assert ep.request("/payments", key) == Answer(200, "")
     (seen,) = server.seen()
     assert (seen["method"], seen["path"]) == ("POST", "/api/payments")
     assert seen["body"] == json.dumps({"amount": 1000})
@@ -140,7 +140,7 @@ def test_a_post_carries_its_json_body_and_headers(server: Scripted) -> None:
 
 def test_a_path_that_is_not_plain_ascii_is_percent_encoded(server: Scripted) -> None:
     ep = server.endpoint("GET")
-    assert ep.request("/a b/é?q=1") == (200, "")
+    assert ep.request("/a b/é?q=1") == Answer(200, "")
     assert server.seen()[0]["path"] == "/a%20b/%C3%A9?q=1"
 
 
@@ -153,7 +153,7 @@ def test_no_answer_in_time_is_a_timeout_and_the_connection_is_not_reused(
         ep.request("/hang")
     assert 0.25 < time.monotonic() - t < 2
     assert ep.idle == []
-    assert ep.request("/cl") == (200, "cl") and ep.opened == 2
+    assert ep.request("/cl") == Answer(200, "cl") and ep.opened == 2
 
 
 def test_not_http_is_a_bad_response_and_a_closed_port_refused(server: Scripted) -> None:
@@ -171,9 +171,9 @@ def test_requests_in_flight_at_once_each_get_their_own_connection(server: Script
     ep = server.endpoint("GET")
     jobs = [gevent.spawn(ep.request, "/slow") for _ in range(5)]
     gevent.joinall(jobs, timeout=5)
-    assert [j.value for j in jobs] == [(200, "")] * 5
+    assert [j.value for j in jobs] == [Answer(200, "")] * 5
     assert ep.opened == 5 and len(ep.idle) == 5
-    assert ep.request("/cl") == (200, "cl") and ep.opened == 5
+    assert ep.request("/cl") == Answer(200, "cl") and ep.opened == 5
 
 
 def test_a_host_name_reaches_the_address_that_listens(
@@ -190,6 +190,6 @@ def test_a_host_name_reaches_the_address_that_listens(
 
     monkeypatch.setattr(socket, "getaddrinfo", two)
     ep = server.endpoint("GET", url=server.url.replace("127.0.0.1", "two-addresses.test"))
-    assert ep.request("/cl") == (200, "cl")
-    assert ep.request("/cl") == (200, "cl") and ep.opened == 1
+    assert ep.request("/cl") == Answer(200, "cl")
+    assert ep.request("/cl") == Answer(200, "cl") and ep.opened == 1
     assert ep.addresses[0][1] == ("127.0.0.1", port)

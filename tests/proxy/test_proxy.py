@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.core.errors import InputError, ScenarioError
+from harness.core.errors import InputError, RunError, ScenarioError
 from harness.core.fate import fate
 from harness.core.net import AddressError, OpenFiles, parse_address
 from harness.proxy.main import main
@@ -434,3 +434,52 @@ def test_stop_closes_every_connection() -> None:
                 assert await asyncio.wait_for(reader.read(100), 5) == b""
 
     run(body)
+
+
+# ---------------------------------------------------------------- issue 22, item 14
+
+
+@pytest.mark.parametrize(
+    ("listen", "upstream"),
+    [("127.0.0.1:5432", "127.0.0.1:5432"), ("localhost:5432", "127.0.0.1:5432"),
+     ("127.0.0.1:5432", "LOCALHOST:5432"), ("[::1]:5432", "localhost:5432"),
+     ("127.0.0.1:05432", "127.0.0.1:5432")],
+)  # fmt: skip
+def test_main_refuses_to_listen_on_its_own_upstream(
+    listen: str, upstream: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each connection would connect to the proxy itself, fanning out until the fd guard stops it.
+    with pytest.raises(SystemExit) as exc:
+        main(["--upstream", upstream, "--listen", listen])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "is its own upstream" in err and "Traceback" not in err, err
+
+
+def test_a_listen_socket_on_the_upstream_is_refused_and_other_loopbacks_pass() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        port = sock.getsockname()[1]
+        with pytest.raises(AddressError, match="is its own upstream"):
+            Proxy("", f"localhost:{port}", sock=sock)
+    Proxy("127.0.0.2:5432", "127.0.0.1:5432")  # another address: another socket
+    Proxy("127.0.0.1:0", "127.0.0.1:5432")  # any free port: never the upstream's, listened on
+
+
+async def _bind_upstream_port() -> str:
+    # Port 0 is picked by the kernel; were it the upstream's (nothing listening there), refuse.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proxy = Proxy(f"127.0.0.1:{port}", "127.0.0.1:1")
+    proxy.upstream = ("127.0.0.1", port)  # as if the kernel had picked the upstream's port
+    try:
+        await proxy.start()
+    except RunError as exc:
+        return str(exc)
+    finally:
+        await proxy.stop()
+    return ""
+
+
+def test_a_bound_port_that_is_the_upstreams_is_refused() -> None:
+    assert "is its own upstream" in asyncio.run(_bind_upstream_port())

@@ -7,8 +7,10 @@ did not write: what the terminal, report.md and report.html showed, or left out.
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 from pathlib import Path
+from typing import cast
 
 import pytest
 from rich.console import Console
@@ -18,7 +20,7 @@ from harness.analysis.model import Report, read_report
 from harness.cli import app
 from harness.report.compare import compare_runs, rich_tables
 from harness.report.page import render_html
-from harness.report.tables import headline_rows, markdown, terminal_table
+from harness.report.tables import headline_rows, markdown, not_measured_lines, terminal_table
 from tests.report.runfolders import RUN, repeated, stock_opossum
 
 V1 = read_report(RUN / "report.json")
@@ -138,10 +140,14 @@ def test_a_stock_opossum_breaker_gets_a_warning_everywhere(tmp_path: Path) -> No
 
 
 def test_a_run_without_samples_lists_the_files_it_wrote(tmp_path: Path) -> None:
+    """Both builds failed before their load (the manifest counts no samples)."""
     run_dir = tmp_path / "run"
     shutil.copytree(RUN, run_dir)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
     for build in ("before", "after"):
         (run_dir / build / "samples.parquet").unlink()
+        manifest["builds"][build].update(status="failed", samples=0)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
     out = _invoke("report", str(run_dir))
     assert "(report.json, report.md)" in out
     assert not (run_dir / "report.html").exists()
@@ -165,3 +171,20 @@ def test_the_terminal_says_why_a_figure_was_not_measured(tmp_path: Path) -> None
     assert "not measured: after" not in out  # the breaker build measured every figure
     html = (run_dir / "report.html").read_text()
     assert '<p class="note">Not measured: before: breaker.blocked_total' in html
+
+
+def test_the_terminal_keeps_the_preset_s_note_on_what_to_set() -> None:
+    """A spring-boot service without Tomcat's MBean registry: the terminal's line keeps the
+    preset's hint (after the series seen, which it cuts to a count) and counts them all."""
+    why = (
+        "busy_workers: no series tomcat_threads_busy_threads in 13 scrape(s) of the target; "
+        "series seen: tomcat_sessions_active_current_sessions, jvm_threads_live_threads and 92 "
+        "more (Spring Boot exposes tomcat_threads_* only with "
+        "server.tomcat.mbeanregistry.enabled=true)"
+    )
+    report = cast(Report, {"builds": {"pool": {"not_measured": {"workers.busy_max_fault": why}}}})
+    assert not_measured_lines(report) == [
+        "pool: workers.busy_max_fault: busy_workers: no series tomcat_threads_busy_threads in "
+        "13 scrape(s) of the target (94 series seen: report.md lists them) (Spring Boot exposes "
+        "tomcat_threads_* only with server.tomcat.mbeanregistry.enabled=true)"
+    ]

@@ -18,8 +18,9 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.core.errors import RunError
 from harness.results.io import RESERVE_NAME, RunFolder, write_json_atomic
-from harness.run.cleanup import clean_results, leftover_processes
+from harness.run.cleanup import clean_results
 from harness.run.manifest import process_identity
+from harness.run.processes import leftover_processes
 from tests.conftest import short_scenario
 
 SAMPLES = "endpoint,index,intended_start,actual_start,end,status,error,outcome\n" + "".join(
@@ -244,3 +245,25 @@ def test_a_stale_engine_socket_is_a_run_error_and_leaks_no_socket(
             connect(timeout_s=2)
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught
+
+
+def test_processes_a_finished_run_left_are_stopped_by_clean(tmp_path: Path) -> None:
+    # A process that left its build's process group (setsid) outlived a run that ended well.
+    root = tmp_path / "results"
+    run_dir = root / "short" / f"20260101T000000Z-{os.urandom(3).hex()}"
+    run_dir.mkdir(parents=True)
+    write_json_atomic(
+        run_dir / "manifest.json", {"run_id": run_dir.name, "status": "completed", "builds": {}}
+    )
+    stray = subprocess.Popen(
+        ["sleep", "60"], env={**os.environ, "HARNESS_RUN_ID": run_dir.name}, start_new_session=True
+    )
+    try:
+        done = CliRunner().invoke(app, ["clean", "--results", str(root)])
+        assert done.exit_code == 0, done.stdout + done.stderr
+        assert f"stopped 1 process(es) of run {run_dir.name}" in done.stdout
+        assert stray.wait(timeout=5) in (-signal.SIGTERM, -signal.SIGKILL)
+        assert leftover_processes(run_dir.name) == []
+    finally:
+        stray.kill()
+        stray.wait()

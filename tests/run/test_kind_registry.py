@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import harness.run.kinds
+from harness.run.caps.leftovers import CGROUPS
 from harness.run.kinds.docker.cleanup import CONTAINERS
 from harness.run.kinds.registry import KINDS, kind_of, leftovers_named, leftovers_of
 from harness.scenario.builds import SETTINGS
@@ -36,6 +37,7 @@ builds:
   alone: {profile: retry-only}
   scaled: {profile: retry-only, replicas: 2}
   cmd: {command: "serve --port {port}"}
+  boot: {jar: app.jar, properties: {shop.resilience: retry-only}}
   box: {docker: {image: "svc:1", env: {PORT: "{port}"}}}
   there: {url: "http://127.0.0.1:9000"}
 """
@@ -65,6 +67,7 @@ def test_each_build_is_run_by_exactly_one_kind() -> None:
         "alone": "shop",
         "scaled": "replicas",
         "cmd": "command",
+        "boot": "jar",
         "box": "docker",
         "there": "url",
     }
@@ -72,12 +75,15 @@ def test_each_build_is_run_by_exactly_one_kind() -> None:
         assert sum(isinstance(build, k.settings) and k.runs(build) for k in KINDS) == 1
 
 
-def test_only_docker_builds_leave_something_outside_the_run() -> None:
+def test_docker_builds_leave_containers_and_started_builds_cgroups() -> None:
+    """A container may outlive a kill -9; so may the cgroup of a build whose processes the
+    harness starts (``harness.run.caps``); a url build leaves nothing."""
     builds = load_scenario_text(SCENARIO).scenario.builds
-    assert leftovers_of(builds.values()) == [CONTAINERS]
-    assert leftovers_of(b for n, b in builds.items() if n != "box") == []
-    assert leftovers_named(["shop", "docker", "docker", "url"]) == [CONTAINERS]
-    assert leftovers_named(["shop", "command"]) == []
+    assert leftovers_of(builds.values()) == [CGROUPS, CONTAINERS]
+    assert leftovers_of(b for n, b in builds.items() if n != "box") == [CGROUPS]
+    assert leftovers_of([builds["there"]]) == []
+    assert leftovers_named(["shop", "docker", "docker", "url"]) == [CGROUPS, CONTAINERS]
+    assert leftovers_named(["url"]) == []
 
 
 def _string_literals(path: Path) -> set[str]:

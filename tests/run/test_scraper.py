@@ -6,7 +6,8 @@ from pathlib import Path
 import httpx
 
 from harness.analysis.series import Selector
-from harness.run.scraper import Scraper
+from harness.run.scraper import Scraper, window_edges
+from harness.scenario.loader import load_scenario_text
 
 SHOP = """\
 # TYPE shop_workers_busy gauge
@@ -140,3 +141,38 @@ def test_with_a_spool_memory_keeps_only_the_state_series_and_the_file_keeps_ever
     fires = frame[frame.labels.str.contains('"fire"')]
     assert list(fires["value"]) == [float(n) for n in range(1, 10)]
     assert list(frame[frame.series == "busy"]["t"]) == [float(t) for t in range(9)]
+
+
+def test_scrape_at_reads_every_source_at_each_edge_between_the_interval_s_scrapes() -> None:
+    # A long interval: after its first scrape the loop would sleep a minute; the edges
+    # (a window's start, a phase's start, the load's stop) wake it, each once.
+    scraper, asked = _counting_scraper(60.0)
+    scraper.start()
+    now = time.time()
+    edges = [now + 0.2, now + 0.4, now + 0.6]
+    scraper.scrape_at(edges)
+    deadline = time.monotonic() + 10
+    while sum(asked.values()) < 8 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    scraper.stop()
+    assert asked == {"target": 4, "pg": 4}  # the loop's first scrape and the three edges
+    times = sorted(scraper.frame().query("source == 'target'")["t"].unique())
+    assert len(times) == 4
+    for edge, t in zip(edges, times[1:], strict=True):
+        assert t >= edge  # never before its edge (so nothing after the edge is counted before)
+
+
+def test_window_edges_are_the_window_s_and_each_phase_s_inside_it() -> None:
+    scenario = load_scenario_text(
+        """\
+name: edges
+duration: 20s
+traffic: {products: {path: /api/products/1, rate: 5}}
+pg:
+  phases:
+    - {name: baseline, start: 0s, duration: 5s, fault: {type: healthy}}
+    - {name: outage, start: 5s, duration: 10s, fault: {type: timeout}}
+builds: {b: {profile: retry-only}}
+"""
+    ).scenario
+    assert window_edges(scenario, 100.0) == [100.0, 105.0, 115.0, 120.0]

@@ -235,6 +235,25 @@ def test_metrics_must_be_prometheus_text(server: str) -> None:
         check_metrics(f"{server}/json")
 
 
+def test_a_spring_boot_404_on_actuator_prometheus_names_the_exposure_property(
+    server: str,
+) -> None:
+    """Only a spring-boot build's 404 on .../prometheus is Actuator's exposure; any other
+    is the generic message."""
+    url = f"{server}/actuator/prometheus"
+    with pytest.raises(RunError) as spring:
+        check_metrics(url, preset="spring-boot")
+    assert str(spring.value).startswith(f"metrics: GET {url} answered 404. Spring Boot's actuator")
+    assert "management.endpoints.web.exposure.include=health,prometheus" in str(spring.value)
+    for other in ("shop", None):
+        with pytest.raises(RunError) as generic:
+            check_metrics(url, preset=other)
+        assert "answered 404, so there are no Prometheus metrics" in str(generic.value)
+        assert "exposure" not in str(generic.value)
+    with pytest.raises(RunError, match="answered 404, so there are no Prometheus"):
+        check_metrics(f"{server}/nope", preset="spring-boot")
+
+
 def test_the_tiny_service_fixture_starts_and_stops(tmp_path: Path) -> None:
     """The service the integration tests run as a command build (tests/run/tiny_service.py)."""
     (port,) = free_ports(1)

@@ -4,8 +4,6 @@ located problem that states the bound."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from harness.core.errors import ScenarioError
@@ -156,9 +154,9 @@ def test_repeat_and_phase_count_are_bounded() -> None:
     text = BASE.replace(
         "    - {name: outage, start: 5s, duration: 10s, fault: {type: timeout}}\n", phases
     )
-    started = time.monotonic()
+    # Refused by count (a quadratic check would show as a hang, not as a timed assertion:
+    # these machines are too noisy for one).
     problems = _problems(text)
-    assert time.monotonic() - started < 5
     assert any("pg.phases" in p and "at most 10000 items" in p for p in problems), problems
 
 

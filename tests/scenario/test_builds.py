@@ -125,8 +125,8 @@ def test_a_build_is_exactly_one_kind() -> None:
         "s.yaml:6:8: builds.two: a build is exactly one kind, but this one gives profile and "
         "command: keep one",
         "s.yaml:7:9: builds.none: a build needs one of: profile (the reference shop), command "
-        "(a process the harness starts), docker (an image it runs) or url (a service already "
-        "running)",
+        "(a process the harness starts), jar (a Spring Boot jar it runs), docker (an image it "
+        "runs) or url (a service already running)",
         "s.yaml:8:10: builds.three: a build is exactly one kind, but this one gives command and "
         "url: keep one",
     ]
@@ -319,6 +319,7 @@ def test_the_json_schema_offers_every_kind() -> None:
     assert [k["$ref"].rsplit("/", 1)[1] for k in kinds] == [
         "ShopBuild",
         "CommandBuild",
+        "JarBuild",
         "DockerBuild",
         "UrlBuild",
     ]

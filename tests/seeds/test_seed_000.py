@@ -12,17 +12,15 @@ gates are known to be able to fail.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from harness.gates.evaluate import evaluate
-from harness.scenario.gates import parse_gate
 from harness.scenario.loader import load_scenario
 from tests.conftest import ROOT
 from tests.scenario_runs import (
+    assert_mutants_fail,
     assert_nothing_left,
     run_with_passing_gates,
 )
@@ -61,12 +59,23 @@ def test_the_seed_000_builds_keep_the_seeds_own_settings(path: Path) -> None:
     assert before["workers"] == after["workers"]
     assert before.get("db-pool") == after.get("db-pool")
     assert before["resilience4j"]["retry"] == after["resilience4j"]["retry"]
-    if "after-long-timeout" in builds:
-        # the calibrated `after`: the same build but for its read timeout
-        longer = builds["after-long-timeout"]
-        assert longer["pg-client"]["read-timeout"] != after["pg-client"]["read-timeout"]
-        assert {**longer, "pg-client": None} == {**after, "pg-client": None}
-        assert longer["pg-client"]["connect-timeout"] == after["pg-client"]["connect-timeout"]
+    # One read timeout for every build, as the seed ran them (no calibrated third build).
+    assert set(builds) == {"before", "after"}
+
+
+def test_the_seeds_after_figures_the_shop_misses_are_gated_as_known_misses() -> None:
+    """With one read timeout the shop's `after` misses the seed's absolute figures; the gates
+    keep the seed's figure and state the shop's side of it (they fail the day it matches)."""
+    specs = load_scenario(FULL).scenario.gate_specs()
+    misses = {s.seed: s.expr for s in specs if s.name and s.name.startswith("known miss")}
+    assert misses == {
+        "200 busy early": "after.busy_workers.max[outage] < after.max_workers",
+        "2.54 s": "after.products.p95[outage] < 0.7 * 2.54s",
+        "3.28 s": "after.products.p99[outage] < 0.7 * 3.28s",
+        "4.42 s": "after.products.max[outage] < 0.7 * 4.42s",
+    }
+    # the seed's claims that hold are gated as claims, before's figures among them
+    assert any(s.expr == "before.products.p95[outage] >= 0.7 * 7.21s" for s in specs)
 
 
 @pytest.mark.integration
@@ -83,11 +92,4 @@ def test_short_seed_000_gates_pass_and_fail_without_the_breaker(tmp_path: Path) 
     assert_nothing_left(run_dir)
 
     # 2. Mutation: the key gates with the breakerless build in place of `after`.
-    gates = {g.name: g.expr for g in load_scenario(SHORT).scenario.gate_specs()}
-    for name, expected in MUTATION_VERDICTS.items():
-        expr = gates[name]
-        assert evaluate(parse_gate(expr), report).verdict == "pass", name
-        mutant = re.sub(r"\bafter\.", "before.", expr)
-        assert mutant != expr and "after." not in mutant
-        result = evaluate(parse_gate(mutant), report)
-        assert result.verdict == expected, (name, result)
+    assert_mutants_fail(SHORT, report, MUTATION_VERDICTS)

@@ -31,9 +31,8 @@ import yaml
 
 from tests.conftest import ROOT
 from tests.scenario_runs import (
+    assert_gates_fail,
     assert_nothing_left,
-    junit_verdicts,
-    run_harness,
     run_with_passing_gates,
 )
 
@@ -96,11 +95,4 @@ def test_short_seed_002_gates_pass_and_fail_without_the_mechanism(tmp_path: Path
     assert_nothing_left(run_dir)
 
     # 2. The mechanisms taken away: the key gates, read on the builds that lack them.
-    mutant_junit = tmp_path / "mutant-gates.xml"
-    swapped = [arg for gate in SWAPPED.values() for arg in ("-g", gate)]
-    gated = run_harness(
-        ["gate", str(run_dir), "--no-scenario-gates", "--junit", str(mutant_junit), *swapped]
-    )
-    assert gated.returncode == 1, gated.stdout[-4000:]
-    failed = junit_verdicts(mutant_junit)
-    assert len(failed) == len(SWAPPED) and set(failed.values()) == {"failure"}, failed
+    assert_gates_fail(run_dir, list(SWAPPED.values()), tmp_path / "mutant-gates.xml")

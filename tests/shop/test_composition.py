@@ -201,6 +201,14 @@ def test_breaker_outside_retry_counts_payments_not_attempts() -> None:
     assert gateway_calls(outside) == 15  # five payments of three attempts each
     assert outside.breaker is not None
     assert outside.breaker.metrics().not_permitted_calls == 5
+    # Resilience4j's calls timer counts what the breaker recorded, as Spring's does: every
+    # attempt with Retry outside (5 in 2 payments), one per payment with it inside.
+    for service, failed in ((inside, 5), (outside, 5)):
+        assert service.stats().call_seconds["failed"][0] == failed
+        assert (
+            'resilience4j_circuitbreaker_calls_seconds_count{kind="failed",name="pgClient"} '
+            f"{failed}.0"
+        ) in exposition(service).splitlines()
 
 
 def test_a_cached_fallback_answers_a_repeated_key_with_the_gateways_approval() -> None:

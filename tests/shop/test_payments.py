@@ -120,11 +120,7 @@ def test_retry_only_flow_and_series() -> None:
     assert stats.pg_calls == dict.fromkeys(
         ["server_error", "success", "rejected", "timeout", "connection_error"], 1
     )
-    assert {k: v[0] for k, v in stats.call_seconds.items()} == {
-        "failed": 3,
-        "successful": 1,
-        "ignored": 1,
-    }
+    assert stats.call_seconds == {}  # no breaker on the path: its timer counts nothing
     text = exposition(service)
     for line in [
         'shop_pg_calls_total{outcome="rejected"} 1.0',
@@ -133,8 +129,9 @@ def test_retry_only_flow_and_series() -> None:
         'resilience4j_retry_calls_total{kind="successful_with_retry",name="pgClient"} 1.0',
         'resilience4j_retry_calls_total{kind="failed_without_retry",name="pgClient"} 1.0',
         'resilience4j_retry_calls_total{kind="failed_with_retry",name="pgClient"} 1.0',
-        'resilience4j_circuitbreaker_calls_seconds_count{kind="failed",name="pgClient"} 3.0',
-        'resilience4j_circuitbreaker_calls_seconds_count{kind="ignored",name="pgClient"} 1.0',
+        # Spring's configured instance off the call path: its series, all zero.
+        'resilience4j_circuitbreaker_calls_seconds_count{kind="failed",name="pgClient"} 0.0',
+        'resilience4j_circuitbreaker_calls_seconds_count{kind="ignored",name="pgClient"} 0.0',
         'resilience4j_circuitbreaker_calls_seconds_sum{kind="successful",name="pgClient"} '
         "<seconds>",
     ]:
@@ -168,3 +165,27 @@ def test_breaker_flow_and_series() -> None:
         'shop_payments_total{status="TIMEOUT_UNKNOWN"} 2.0',
     ]:
         assert line in lines
+
+
+def test_a_refused_call_is_retried_when_the_retry_ignores_nothing() -> None:
+    """Seed 002's Retry runs on Resilience4j's defaults, which retry every exception, the
+    open breaker's CallNotPermittedException too (``retry.ignore-exceptions: []``)."""
+    assert pg_retry_config(RetryConfig(), ()).ignore_exceptions == ()
+    assert pg_retry_config(RetryConfig(), ()).should_retry(CallNotPermittedError("pgClient"))
+    service = make_service(
+        scripted_gateway("503"),
+        retry=RetryConfig(max_attempts=3, wait_duration_s=0.0),
+        retry_ignores=(),
+        profile="retry-circuit-breaker",
+        circuitbreaker=CircuitBreakerConfig(sliding_window_size=2, minimum_number_of_calls=2),
+    )
+    first = service.pay("key-1", 100)  # two 503s trip the breaker, the third attempt refused
+    second = service.pay("key-2", 100)  # refused, retried, refused again: three attempts
+    assert (first.status, first.attempts) == ("TIMEOUT_UNKNOWN", 3)
+    assert (second.status, second.reason, second.attempts) == (
+        "TIMEOUT_UNKNOWN",
+        "not_permitted",
+        3,
+    )
+    # The default (None): neither refusal retried, as seed 000's configuration says.
+    assert not pg_retry_config(RetryConfig()).should_retry(CallNotPermittedError("pgClient"))

@@ -1,5 +1,6 @@
 """The spring-shop jar for the tests here: built once by ``make spring-jar`` (again only
-when its sources changed); these tests skip, saying so, without java or mvn."""
+when its sources changed); these tests skip, saying so, without java or mvn. And a tiny
+jar that is no Spring app (``tiny/Tiny.java``), compiled once per session."""
 
 from __future__ import annotations
 
@@ -31,3 +32,26 @@ def spring_jar() -> Path:
     )
     assert built.returncode == 0 and JAR.is_file(), built.stdout + built.stderr
     return JAR
+
+
+TINY = Path(__file__).with_name("tiny") / "Tiny.java"
+
+needs_jdk = pytest.mark.skipif(
+    shutil.which("javac") is None or shutil.which("jar") is None,
+    reason="needs javac and jar to build the tiny test jar",
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``Tiny.java`` as a runnable jar: listens where ``--listen=N`` says, forks with ``--fork``."""
+    folder = tmp_path_factory.mktemp("tiny")
+    classes = folder / "classes"
+    subprocess.run(["javac", "-d", str(classes), str(TINY)], check=True, timeout=300)
+    jar = folder / "tiny.jar"
+    subprocess.run(
+        ["jar", "--create", "--file", str(jar), "--main-class", "Tiny", "-C", str(classes), "."],
+        check=True,
+        timeout=300,
+    )
+    return jar

@@ -34,12 +34,15 @@ DURATION_S = 25.0
 # The outage: the gateway hangs for 10 s and the client gives up after 1 s, twice (Retry's
 # max-attempts 2): a retry-only payment holds its thread ~2.1 s, ~42 at 20/s. The breaker
 # opens after its 10 calls, waits 3 s (instead of the seed's 10 s) so it probes within the run.
+# Scrapes every 2 s: the scraper waits one interval for an answer, and a JVM starved of CPU
+# (a loaded 2-core machine) took over 1 s to render /actuator/prometheus.
 SCENARIO = """\
 name: spring-shop
 seed: 19
 warmup: 15s
 duration: 25s
 drain: 5s
+metrics: {{interval: 2s}}
 traffic:
   payments:
     method: POST
@@ -57,15 +60,30 @@ pg:
     - {{name: recovery, start: 15s, duration: 10s, fault: {{type: healthy}}}}
 builds:
   retry-only:
-    command: [{java}, -jar, {jar}, {common}, --shop.resilience=retry-only]
-    health: {{timeout: 120s}}
+    command: [{java}, -jar, {jar}, {common}, --shop.resilience=retry-only,
+              --server.tomcat.threads.max=150]
+    health: {{timeout: 300s}}
     metrics: {{preset: spring-boot, path: /actuator/prometheus}}
   breaker:
     command: [{java}, -jar, {jar}, {common}, --shop.resilience=retry-circuit-breaker,
               --resilience4j.circuitbreaker.instances.pgClient.wait-duration-in-open-state=3s]
-    health: {{timeout: 120s}}
+    health: {{timeout: 300s}}
+    metrics: {{preset: spring-boot, path: /actuator/prometheus}}
+  pool:
+    command: [{java}, -jar, {jar}, {common}, --shop.resilience=retry-only,
+              --server.tomcat.mbeanregistry.enabled=false,
+              "--spring.datasource.hikari.maximum-pool-size={pool}",
+              --spring.datasource.hikari.connection-timeout=1000, --shop.db.query-time=100ms]
+    health: {{timeout: 300s}}
     metrics: {{preset: spring-boot, path: /actuator/prometheus}}
 """
+
+# The pool build: 4 connections, each statement holding its connection 100 ms, so the pool
+# serves at most 40 statements/s against the ~70/s the traffic asks (a product read is one
+# statement, a payment three): every connection is in use while load runs, the rest wait,
+# and a wait longer than connection-timeout (1 s, HikariCP's least is 250 ms) fails its
+# request with a 500. Without Tomcat's MBean registry, so its workers are not exposed.
+POOL = 4
 
 COMMON = ", ".join(
     [
@@ -112,13 +130,13 @@ def run(tmp_path_factory: pytest.TempPathFactory, spring_jar: Path) -> Run:
     folder = tmp_path_factory.mktemp("spring")
     scenario = folder / "spring.yaml"
     java = shutil.which("java")
-    scenario.write_text(SCENARIO.format(java=java, jar=spring_jar, common=COMMON))
+    scenario.write_text(SCENARIO.format(java=java, jar=spring_jar, common=COMMON, pool=POOL))
     done = subprocess.run(
         harness_cmd("run", str(scenario), "--results", str(folder / "results")),
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1500,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (folder / "results" / "spring-shop").iterdir()
@@ -126,7 +144,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, spring_jar: Path) -> Run:
 
 
 def test_the_jar_runs_as_a_command_build_with_nothing_left(run: Run) -> None:
-    for build in ("retry-only", "breaker"):
+    for build in ("retry-only", "breaker", "pool"):
         info = run.manifest["builds"][build]
         assert (info["status"], info["kind"], info["preset"]) == (
             "completed",
@@ -138,19 +156,37 @@ def test_the_jar_runs_as_a_command_build_with_nothing_left(run: Run) -> None:
         assert not info["target_metrics_url"].startswith(info["target_url"] + "/")
         record = json.loads((run.dir / build / "target.json").read_text())
         assert f"--pg.base-url={info['pg_url']}" in record["argv"]
-        assert run.figures(build).get("not_measured") is None  # every series was read
+        # A scrape that took longer than the interval failed: too many and the figures are thin.
+        assert info["scrape_failures"]["target"] <= 3, (build, info["scrape_failures"])
+        if build != "pool":
+            assert run.figures(build).get("not_measured") is None  # every series was read
     assert leftover_processes(run.manifest["run_id"]) == []
 
 
-def test_gateway_calls_the_breaker_counted_are_the_ledger_s(run: Run) -> None:
-    """``pg_calls`` (the breaker's timer, every kind) against the gateway's own rows."""
+def test_gateway_calls_are_the_ledger_s_with_or_without_a_breaker(run: Run) -> None:
+    """``pg_calls`` against the gateway's own rows, for every build: read from Feign's
+    client timers (every attempt, the timed-out ones too), which a build without a breaker
+    has as well (the breaker's timer alone read 0 there)."""
+    for build in ("retry-only", "breaker", "pool"):
+        ledger = run.ledger(build)
+        start, end = run.window(build)
+        in_window = int(((ledger["arrival"] >= start) & (ledger["arrival"] < end)).sum())
+        target_calls = run.figures(build)["pg"]["target_calls"]
+        assert in_window > 100, build
+        # The report reads the counter at the window's edges by interpolating between scrapes.
+        assert abs(target_calls - in_window) <= max(3, 0.03 * in_window), (
+            build,
+            target_calls,
+            in_window,
+        )
+    # In the outage most of the retry-only build's calls timed out: Feign counts those apart.
+    timeouts = run.scraped("retry-only", "feign_Client_exception_seconds_count")
+    assert timeouts["value"].max() > 100
+
+
+def test_the_breaker_s_own_timer_counts_every_call_it_let_through(run: Run) -> None:
+    """The preset's second choice for ``pg_calls``, exact at the last scrape."""
     ledger = run.ledger("breaker")
-    start, end = run.window("breaker")
-    in_window = int(((ledger["arrival"] >= start) & (ledger["arrival"] < end)).sum())
-    target_calls = run.figures("breaker")["pg"]["target_calls"]
-    assert in_window > 100
-    # The report reads the counter at the window's edges by interpolating between scrapes.
-    assert abs(target_calls - in_window) <= max(3, 0.03 * in_window), (target_calls, in_window)
     # The last scrape's total, exactly: every call the gateway answered before it.
     timer = run.scraped("breaker", "resilience4j_circuitbreaker_calls_seconds_count")
     last = timer[timer["t"] == timer["t"].max()]
@@ -197,22 +233,113 @@ def test_blocked_calls_are_the_payments_answered_not_permitted(run: Run) -> None
     assert run.figures("retry-only")["breaker"]["blocked_total"] == 0
 
 
+def _in_flight(samples: pd.DataFrame, at: Any) -> list[int]:
+    """Requests the load generator had sent and not yet seen answered, at each time."""
+    return [int(((samples["actual_start"] <= t) & (samples["end"] > t)).sum()) for t in at]
+
+
 def test_busy_workers_are_tomcat_s_and_match_the_requests_in_flight(run: Run) -> None:
     """Tomcat's busy-threads gauge against the requests the load generator had open at
-    each scrape of the outage (the retry-only build holds ~42 threads)."""
+    each scrape of the window (the retry-only build holds ~42 threads in the outage, ~1
+    before and after): close at each scrape, where Tomcat's other thread gauge (threads
+    started, which stays up once the outage has grown the pool) is not."""
     figures = run.figures("retry-only")["workers"]
-    assert figures["max_workers"] == 200  # server.tomcat.threads.max
+    assert figures["max_workers"] == 150  # --server.tomcat.threads.max=150, as given
+    assert run.figures("breaker")["workers"]["max_workers"] == 200  # Spring's default
     assert figures["busy_max_fault"] >= 30
-    busy = run.scraped("retry-only", "tomcat_threads_busy_threads")
-    start, _ = run.window("retry-only")
-    outage = busy[(busy["t"] >= start + 6) & (busy["t"] < start + 15)]  # after its first second
+    start, end = run.window("retry-only")
     samples = run.samples("retry-only")
-    open_at = [
-        int(((samples["actual_start"] <= t) & (samples["end"] > t)).sum()) for t in outage["t"]
+
+    def off(series: str) -> list[float]:
+        scraped = run.scraped("retry-only", series)
+        scraped = scraped[(scraped["t"] >= start) & (scraped["t"] < end)]
+        flight = _in_flight(samples, scraped["t"])
+        return sorted(abs(v - n) for v, n in zip(scraped["value"], flight, strict=True))
+
+    busy = off("tomcat_threads_busy_threads")
+    assert len(busy) >= 10
+    # Most scrapes within 3 (the scrape and the samples' clocks are read apart), all within 8.
+    assert busy[len(busy) // 2] <= 3 and busy[-1] <= 8, busy
+    started = off("tomcat_threads_current_threads")
+    assert started[len(started) // 2] > 3, started  # the wrong series fails the same bound
+
+
+def test_breaker_states_read_live_through_the_outage(run: Run) -> None:
+    """Closed, open and half-open, as the outage drives them, from the live state gauge;
+    the scrapes reading open are those after which payments were refused."""
+    states = run.scraped("breaker", "resilience4j_circuitbreaker_state")
+    current = states[states["value"] == 1.0]
+    seen = set(current["labels"].map(lambda labels: labels["state"]))
+    assert {"closed", "open", "half_open"} <= seen, seen
+    assert set(states["labels"].map(lambda labels: labels["state"])) == {
+        "closed",
+        "open",
+        "half_open",
+        "disabled",
+        "forced_open",
+        "metrics_only",
+    }  # Resilience4j exposes a gauge for each of its six states
+    opened = current[current["labels"].map(lambda labels: labels["state"]) == "open"]
+    samples = run.samples("breaker")
+    refused = samples[samples["outcome"] == "not_permitted"]
+    first_open, first_refused = opened["t"].min(), refused["actual_start"].min()
+    # The first scrape reading open is the first after the breaker opened: within one
+    # interval (2 s, and the scrape's own time) of the first refused payment, never before it.
+    assert -0.5 <= first_open - first_refused <= 3.0, (first_open, first_refused)
+
+
+def test_a_service_without_tomcat_s_mbean_registry_says_which_property(run: Run) -> None:
+    """No tomcat_threads_* without server.tomcat.mbeanregistry.enabled=true: busy and max
+    workers read not measured, saying what to set, in the report and on the terminal."""
+    figures = run.figures("pool")
+    assert figures["workers"].get("busy_max_fault") is None
+    assert figures["workers"].get("max_workers") is None
+    reasons = figures["not_measured"]
+    worker_reasons = [why for key, why in reasons.items() if key.startswith("workers.")]
+    assert worker_reasons and all(
+        "server.tomcat.mbeanregistry.enabled=true" in why for why in worker_reasons
+    ), reasons
+    assert "server.tomcat.mbeanregistry.enabled=true" in " ".join(run.done.stdout.split())
+    assert not any(key.startswith(("pg.", "db")) for key in reasons), reasons
+
+
+def test_the_pool_s_figures_are_hikari_s_and_match_what_the_load_made_of_it(run: Run) -> None:
+    """``db_*`` from hikaricp_connections_*, against the settings and the samples: a pool
+    of 4 asked for more than it serves is full at every scrape under load, the requests
+    waiting for it are those in flight less the 4 holding a connection and the payments at
+    the gateway (its ledger), and each wait that reached connection-timeout failed one
+    request with a 500 (its first statement's)."""
+    figures = run.figures("pool")
+    series = figures["series"]
+    assert series["db_max"]["max"] == POOL  # spring.datasource.hikari.maximum-pool-size
+    assert series["db_active"]["max_fault"] == POOL and series["db_pending"]["max_fault"] > 5
+    start, end = run.window("pool")
+    samples = run.samples("pool")
+    in_window = samples[(samples["intended_start"] >= start) & (samples["intended_start"] < end)]
+    failed = int((in_window["status"] == 500).sum())
+    timeouts = series["db_timeouts"]["total"]
+    assert failed > 50
+    assert abs(timeouts - failed) <= max(3, 0.05 * failed), (timeouts, failed)
+
+    def scraped(name: str) -> pd.DataFrame:
+        rows = run.scraped("pool", name)
+        return rows[(rows["t"] >= start + 2) & (rows["t"] < end - 2)].set_index("t")
+
+    active, pending = (
+        scraped("hikaricp_connections_active"),
+        scraped("hikaricp_connections_pending"),
+    )
+    assert len(active) >= 8 and (active["value"] == POOL).mean() >= 0.9, list(active["value"])
+    ledger = run.ledger("pool")
+    healthy = [t for t in pending.index if not start + 5 <= t < start + 15]  # not the outage
+    at_gateway = [
+        int(((ledger["arrival"] <= t) & (ledger["arrival"] + ledger["duration_s"] > t)).sum())
+        for t in healthy
     ]
-    gauge = outage["value"].to_numpy()
-    assert len(gauge) >= 5
-    assert abs(gauge.mean() - sum(open_at) / len(open_at)) <= 0.15 * gauge.mean() + 2, (
+    waiting = [n - POOL - g for n, g in zip(_in_flight(samples, healthy), at_gateway, strict=True)]
+    gauge = pending.loc[healthy, "value"].to_numpy()
+    assert gauge.mean() > 5
+    assert abs(gauge.mean() - sum(waiting) / len(waiting)) <= 0.15 * gauge.mean() + 2, (
         list(gauge),
-        open_at,
+        waiting,
     )

@@ -2,7 +2,7 @@
 
 A build's kind comes from its keys (``harness.scenario.builds.build_kind``):
 ``profile`` makes a shop (with ``replicas``, several behind nginx: the
-``replicas`` kind), ``command:``, ``docker:`` and ``url:`` the others. Each kind
+``replicas`` kind), ``command:``, ``jar:``, ``docker:`` and ``url:`` the others. Each kind
 is a sub-package of ``harness.run.kinds`` whose ``target`` module ends with its
 ``KIND`` (``harness.run.targets.Kind``); ``KINDS`` lists them. The orchestrator
 (``harness.run.experiment``), ``harness.run.cleanup`` and the CLI reach a kind
@@ -17,13 +17,14 @@ from typing import Any
 from harness.core.errors import RunError
 from harness.run.kinds.command.target import KIND as COMMAND
 from harness.run.kinds.docker.target import KIND as DOCKER
+from harness.run.kinds.jar.target import KIND as JAR
 from harness.run.kinds.replicas.target import KIND as REPLICAS
 from harness.run.kinds.shop.target import KIND as SHOP
 from harness.run.kinds.url.target import KIND as URL
 from harness.run.targets import Kind, Leftovers, Target
 from harness.scenario.schema import Scenario
 
-KINDS: tuple[Kind, ...] = (SHOP, REPLICAS, COMMAND, DOCKER, URL)
+KINDS: tuple[Kind, ...] = (SHOP, REPLICAS, COMMAND, JAR, DOCKER, URL)
 """Every kind of build the harness runs; each build is run by exactly one."""
 
 

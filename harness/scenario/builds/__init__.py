@@ -5,11 +5,12 @@ A build is exactly one kind, told by its keys (``build_kind``):
 - ``profile`` (``target: shop``, the default): the reference shop (``shop``);
 - ``command:`` a process the harness starts, stops, and logs to ``<build>/target.log``
   (``command``);
+- ``jar:`` a Spring Boot jar run with the build's own Spring properties (``jar``);
 - ``docker:`` an image the harness runs (or builds first) on a Docker Engine (``docker``);
 - ``url:`` a service already running, which the harness only health-checks,
   loads and scrapes (``url``).
 
-The last three share ``health:`` (what "ready" means) and ``metrics:`` (where the
+The last four share ``health:`` (what "ready" means) and ``metrics:`` (where the
 Prometheus text is and how its series map to the canonical ones): ``service``.
 Each kind's model is a ``base.BuildSettings``; ``Build`` below is the one list of
 them the scenario validates against. The code that runs each kind is its
@@ -32,6 +33,7 @@ from pydantic import BaseModel, BeforeValidator, Discriminator, Tag
 from harness.scenario.builds.base import BuildSettings, YamlPath
 from harness.scenario.builds.command import CommandBuild
 from harness.scenario.builds.docker import DockerBuild
+from harness.scenario.builds.jar import JarBuild
 from harness.scenario.builds.shop import ShopBuild
 from harness.scenario.builds.url import UrlBuild
 
@@ -42,6 +44,7 @@ __all__ = [
     "BuildSettings",
     "CommandBuild",
     "DockerBuild",
+    "JarBuild",
     "ShopBuild",
     "UrlBuild",
     "build_kind",
@@ -51,7 +54,7 @@ __all__ = [
     "one_kind",
 ]
 
-KIND_KEYS = ("command", "docker", "url")
+KIND_KEYS = ("command", "jar", "docker", "url")
 """The key that makes a build of each non-shop kind; a build with none of them is a shop."""
 
 # ---------------------------------------------------------------- which kind
@@ -74,14 +77,15 @@ def one_kind(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value
     if not isinstance(value, dict):
-        raise ValueError("a build is a mapping of keys (profile, command, docker or url ...)")
+        raise ValueError("a build is a mapping of keys (profile, command, jar, docker or url ...)")
     given = [k for k in ("profile", "target") if k in value][:1] + [
         k for k in KIND_KEYS if k in value
     ]
     if not given:
         raise ValueError(
             "a build needs one of: profile (the reference shop), command (a process the "
-            "harness starts), docker (an image it runs) or url (a service already running)"
+            "harness starts), jar (a Spring Boot jar it runs), docker (an image it runs) or "
+            "url (a service already running)"
         )
     if len(given) > 1:
         raise ValueError(
@@ -93,6 +97,7 @@ def one_kind(value: Any) -> Any:
 Build = Annotated[
     Annotated[ShopBuild, Tag("<shop>")]
     | Annotated[CommandBuild, Tag("<command>")]
+    | Annotated[JarBuild, Tag("<jar>")]
     | Annotated[DockerBuild, Tag("<docker>")]
     | Annotated[UrlBuild, Tag("<url>")],
     Discriminator(build_tag),

@@ -24,6 +24,10 @@ class BuildSettings(StrictModel):
     """The kind's name: the manifest's ``builds.<name>.kind``, and how the harness
     finds the code that runs it (``harness.run.kinds.registry``)."""
 
+    cappable: ClassVar[bool] = True
+    """Whether a phase's ``target`` caps (CPU, memory) can apply to it: the harness
+    runs its processes or its container (``harness.run.caps``)."""
+
     def scenario_problems(
         self, at: YamlPath, *, pg_port: int | None, allow_remote: bool
     ) -> list[tuple[YamlPath, str]]:

@@ -32,19 +32,6 @@ PresetName = Literal["shop", "spring-boot", "opossum", "none"]
 # ---------------------------------------------------------------- health and metrics
 
 
-class Health(StrictModel):
-    """When a build is ready: ``GET path`` answers ``status`` (polled until ``timeout``)."""
-
-    path: str = Field("/health", pattern=r"^/", max_length=2000)
-    status: int = Field(200, ge=100, le=599)
-    timeout: Duration = Field(60.0, gt=0, le=3600, description="give up (exit 3) after this")
-
-
-def _selector(text: str) -> str:
-    parse_selector(text)
-    return text
-
-
 def _port_choice(value: object) -> object:
     if value in ("{port}", "{metrics_port}"):
         return value
@@ -55,6 +42,24 @@ def _port_choice(value: object) -> object:
 
 PortChoice = Annotated[int | str, BeforeValidator(_port_choice)]
 """A port: ``"{port}"``, ``"{metrics_port}"`` (filled when the build starts) or a fixed number."""
+
+
+class Health(StrictModel):
+    """When a build is ready: ``GET path`` answers ``status`` (polled until ``timeout``)."""
+
+    path: str = Field("/health", pattern=r"^/", max_length=2000)
+    status: int = Field(200, ge=100, le=599)
+    timeout: Duration = Field(60.0, gt=0, le=3600, description="give up (exit 3) after this")
+    port: PortChoice | None = Field(
+        None,
+        description='"{port}" (the service port, the default), "{metrics_port}" (a second '
+        "one the harness picks: a management port) or a fixed number",
+    )
+
+
+def _selector(text: str) -> str:
+    parse_selector(text)
+    return text
 
 
 def _canonical(name: str) -> str:
@@ -113,7 +118,17 @@ class ServiceBuild(BuildSettings):
         port = self.metrics.port
         return port == "{metrics_port}" or (port is None and self.uses("metrics_port"))
 
+    def ports_to_listen(self) -> dict[str, str]:
+        """The placeholders of the ports the service is told to listen on, each with how it
+        is told (``{port}`` -> ``server.port``): the harness checks its processes do."""
+        return {name: "{" + name + "}" for name in ("port", "metrics_port") if self.uses(name)}
+
     def _check_port_given(self, port: int | None, where: str) -> None:
+        if self.health.port == "{metrics_port}" and not self.uses("metrics_port"):
+            raise ValueError(
+                'health.port is "{metrics_port}", but the service is never told that port: '
+                f"pass {{metrics_port}} in {where}"
+            )
         if port is None and not self.uses("port"):
             raise ValueError(
                 f"the service is never told where to listen: pass {{port}} in {where} (the "

@@ -51,6 +51,52 @@ class DbPoolSettings(StrictModel):
     )
 
 
+RefusalName = Literal[
+    "io.github.resilience4j.circuitbreaker.CallNotPermittedException",
+    "io.github.resilience4j.bulkhead.BulkheadFullException",
+]
+"""The shop's own refusals a Retry may or may not retry (the rest of what it retries is fixed:
+the gateway's timeouts, broken connections and 5xx)."""
+
+
+BUDGET_KEYS = {
+    "grpc-throttling": ("max_tokens", "token_ratio"),
+    "finagle-budget": ("ttl", "min_retries_per_second", "percent_can_retry"),
+}
+"""Each retry budget model's own settings."""
+
+
+class RetryBudgetSettings(StrictModel):
+    """``retry.budget``: retries capped at a share of calls (``targets/shop/resilience/budget.py``).
+
+    ``grpc-throttling`` (the default): gRPC's retry throttling, ``max-tokens`` and
+    ``token-ratio`` (a failed attempt takes a token, a success gives ``token-ratio`` back,
+    retries while the tokens are above half of ``max-tokens``). ``finagle-budget``:
+    Finagle's ``RetryBudget``, ``ttl``, ``min-retries-per-second`` and ``percent-can-retry``
+    (retries up to that fraction of the calls of the last ``ttl``, plus the reserve)."""
+
+    model: Literal["grpc-throttling", "finagle-budget"] = "grpc-throttling"
+    max_tokens: float = Field(10.0, gt=0, le=1000, description="gRPC: the bucket's tokens")
+    token_ratio: float = Field(0.1, gt=0, le=1, description="gRPC: tokens a success returns")
+    ttl: Duration = Field(10.0, ge=1, le=60, description="Finagle: how long a deposit lasts")
+    min_retries_per_second: int = Field(10, ge=0, le=100_000, description="Finagle: the reserve")
+    percent_can_retry: float = Field(
+        0.2, ge=0, le=1000, description="Finagle: retries per call, a fraction (0.2: 20%)"
+    )
+
+    @model_validator(mode="after")
+    def _settings_of_its_model(self) -> RetryBudgetSettings:
+        other = next(m for m in BUDGET_KEYS if m != self.model)
+        given = sorted(set(BUDGET_KEYS[other]) & self.model_fields_set)
+        if given:
+            mine = ", ".join(k.replace("_", "-") for k in BUDGET_KEYS[self.model])
+            raise ValueError(
+                f"{', '.join(k.replace('_', '-') for k in given)}: a setting of model {other}, "
+                f"and this budget's model is {self.model} (its settings: {mine})"
+            )
+        return self
+
+
 class RetrySettings(StrictModel):
     """Resilience4j ``resilience4j.retry.instances.<name>`` properties."""
 
@@ -62,6 +108,15 @@ class RetrySettings(StrictModel):
     enable_randomized_wait: bool = False
     randomized_wait_factor: float = Field(0.5, ge=0, lt=1)
     fallback: Fallback | None = Field(None, description="answers for the Retry's last error")
+    budget: RetryBudgetSettings | None = Field(
+        None, description="caps retries at a share of calls (gRPC's throttling, Finagle's budget)"
+    )
+    ignore_exceptions: list[RefusalName] | None = Field(
+        None,
+        description="refusals the Retry does not retry (Resilience4j's names); default: both "
+        "(the breaker's CallNotPermittedException and the bulkhead's BulkheadFullException); "
+        "[]: retry them too, as Resilience4j's defaults do",
+    )
 
     @model_validator(mode="after")
     def _waits_are_bounded(self) -> RetrySettings:

@@ -36,6 +36,7 @@ class UrlBuild(ServiceBuild):
     """A service already running: the harness neither starts nor stops it."""
 
     kind: ClassVar[str] = "url"
+    cappable: ClassVar[bool] = False  # the harness neither starts nor runs it
     url: HttpUrl = Field(description="base URL the traffic is sent to")
     metrics_url: HttpUrl | None = Field(None, description="default: url + metrics.path")
 
@@ -43,6 +44,8 @@ class UrlBuild(ServiceBuild):
     def _metrics_url_not_port(self) -> UrlBuild:
         if self.metrics.port is not None:
             raise ValueError("metrics.port is for builds the harness starts; give metrics-url")
+        if self.health.port is not None:
+            raise ValueError("health.port is for builds the harness starts; its health is at url")
         return self
 
     @property

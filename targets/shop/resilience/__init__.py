@@ -13,6 +13,8 @@ windows                ``core/metrics``: ``FixedSizeSlidingWindowMetrics``,
 naivebreaker           none: the hand-written kind (N failures in a window, fixed
                        open time, no half-open), for comparison
 retry                  ``Retry``, ``RetryConfig``
+budget                 none (Resilience4j has no retry budget): gRPC's retry
+                       throttling and Finagle's ``RetryBudget``, asked by Retry
 interval               ``IntervalFunction`` (fixed, randomized, exponential, both)
 bulkhead               ``Bulkhead`` (``SemaphoreBulkhead``), ``ThreadPoolBulkhead``
 timelimiter            ``TimeLimiter``, ``TimeLimiterConfig``
@@ -32,6 +34,7 @@ Every other exception is the protected call's own, re-raised unchanged.
 """
 
 from targets.shop.resilience.breaker import BreakerMetrics, CallNotPermittedError
+from targets.shop.resilience.budget import RetryBudget, RetryBudgetConfig, make_budget
 from targets.shop.resilience.bulkhead import (
     Bulkhead,
     BulkheadConfig,
@@ -99,6 +102,8 @@ __all__ = [
     "NaiveCircuitBreakerConfig",
     "RandomizedInterval",
     "Retry",
+    "RetryBudget",
+    "RetryBudgetConfig",
     "RetryConfig",
     "RetryMetrics",
     "State",
@@ -109,5 +114,6 @@ __all__ = [
     "TimeLimiter",
     "TimeLimiterConfig",
     "TimeLimiterMetrics",
+    "make_budget",
     "resolve_order",
 ]

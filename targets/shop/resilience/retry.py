@@ -9,7 +9,9 @@ What is retried is the config's ``retry_exceptions`` / ``ignore_exceptions`` (Re
 ``retryExceptions`` / ``ignoreExceptions``). The waits are an
 :class:`~targets.shop.resilience.interval.IntervalFunction` chosen from the config's
 Spring-style switches (:meth:`RetryConfig.interval_function`). Sleep and randomness are
-injectable so tests never really sleep.
+injectable so tests never really sleep. An optional retry budget (:mod:`.budget`: gRPC's
+retry throttling or Finagle's ``RetryBudget``) is asked before each retry; a retry it
+refuses is not made, the last error is raised, and ``throttled`` counts it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from targets.shop.resilience._checks import ExceptionTypes, exception_types, require_seconds
+from targets.shop.resilience.budget import RetryBudget
 from targets.shop.resilience.interval import (
     ExponentialBackoff,
     ExponentialRandomBackoff,
@@ -116,6 +119,8 @@ class RetryMetrics:
     failed_without_retry: int
     failed_with_retry: int
     retries: int
+    throttled: int = 0
+    """Retries the budget refused (0 without a budget)."""
 
 
 class Retry:
@@ -132,8 +137,10 @@ class Retry:
         should_retry: Callable[[BaseException], bool] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        budget: RetryBudget | None = None,
     ) -> None:
         self.name = name
+        self.budget = budget
         self.config = config
         self.interval_function = config.interval_function(rng)
         self._should_retry = should_retry if should_retry is not None else config.should_retry
@@ -144,6 +151,7 @@ class Retry:
         self._failed_without_retry = 0
         self._failed_with_retry = 0
         self._retries = 0
+        self._throttled = 0
 
     def __repr__(self) -> str:
         return f"Retry(name={self.name!r}, max_attempts={self.config.max_attempts})"
@@ -160,23 +168,34 @@ class Retry:
         KeyboardInterrupt propagate at once.
         """
         attempt = 1
+        budget = self.budget
+        if budget is not None:
+            budget.on_call()
         while True:
             try:
                 result = fn(attempt)
             except Exception as exc:
-                if attempt < self.config.max_attempts and self._should_retry(exc):
-                    wait = self.wait_for(attempt)
+                retryable = self._should_retry(exc)
+                if budget is not None and retryable:
+                    budget.on_failure()
+                if attempt < self.config.max_attempts and retryable:
+                    if budget is None or budget.try_retry():
+                        wait = self.wait_for(attempt)
+                        with self._lock:
+                            self._retries += 1
+                        self._sleep(wait)
+                        attempt += 1
+                        continue
                     with self._lock:
-                        self._retries += 1
-                    self._sleep(wait)
-                    attempt += 1
-                    continue
+                        self._throttled += 1
                 with self._lock:
                     if attempt == 1:
                         self._failed_without_retry += 1
                     else:
                         self._failed_with_retry += 1
                 raise
+            if budget is not None:
+                budget.on_success()
             with self._lock:
                 if attempt == 1:
                     self._successful_without_retry += 1
@@ -193,4 +212,5 @@ class Retry:
                 failed_without_retry=self._failed_without_retry,
                 failed_with_retry=self._failed_with_retry,
                 retries=self._retries,
+                throttled=self._throttled,
             )

@@ -14,17 +14,14 @@ harness starts (a Docker container fills the same placeholders):
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TypedDict
 
 from harness.core.errors import RunError
 from harness.core.handoff import Handoff
-from harness.core.net import LOOPBACK
 from harness.results.io import write_text_atomic
-from harness.run.kinds.service import ServiceTarget, metrics_url, placeholder_values
+from harness.run.caps.leftovers import CGROUPS
+from harness.run.kinds.service import ServiceTarget, find_program, placeholder_values
 from harness.run.targets import Kind, Launch, TargetContext
 from harness.scenario.builds.command import CommandBuild
 from harness.scenario.placeholders import fill
@@ -42,15 +39,6 @@ class CommandRecord(TypedDict):
 
 COMMAND_RECORD: Handoff[CommandRecord] = Handoff("command-record", 1)
 """A command build's ``target.json`` (``harness.core.handoff``)."""
-
-
-def find_program(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
-    """The executable ``program`` names, as the process would find it; ``None`` if none."""
-    if "/" in program:
-        path = cwd / program
-        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    search = env.get("PATH", os.environ.get("PATH", os.defpath))
-    return shutil.which(program, path=search)
 
 
 class CommandTarget(ServiceTarget[CommandBuild]):
@@ -71,17 +59,11 @@ class CommandTarget(ServiceTarget[CommandBuild]):
             )
         record: CommandRecord = {"kind": build.kind, "argv": argv, "cwd": str(cwd), "env": env}
         write_text_atomic(ctx.build_dir / "target.json", COMMAND_RECORD.text(record))
-        return self.launch(
-            f"http://{LOOPBACK}:{values['port']}",
-            metrics_url(build, values),
-            argv=tuple(argv),
-            env=env,
-            cwd=cwd,
-        )
+        return self.started(values, argv=tuple(argv), env=env, cwd=cwd)
 
     def collect(self, build_dir: Path) -> None:
         """Nothing to collect: its log is already ``target.log``."""
 
 
-KIND = Kind("command", CommandBuild, CommandTarget)
+KIND = Kind("command", CommandBuild, CommandTarget, leftovers=CGROUPS)
 """A process of the user's, started, watched and stopped by the harness."""

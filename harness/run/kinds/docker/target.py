@@ -45,6 +45,7 @@ from harness.core.errors import InputError, RunError
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.core.selectors import CONTAINER_SOURCE
 from harness.results.io import write_text_atomic
+from harness.run.kinds.docker.caps import ContainerCapper
 from harness.run.kinds.docker.cleanup import CONTAINERS
 from harness.run.kinds.docker.engine import (
     LABEL_BUILD,
@@ -81,6 +82,8 @@ class DockerTarget(ServiceTarget[DockerBuild]):
         self.image: dict[str, object] | None = None
         """The image to run as the manifest records it (``image_record``), once checked."""
         self.build_log: list[str] = []
+        self.container: str | None = None
+        """The container's name, once prepared."""
 
     def preflight(self, ctx: PreflightContext) -> None:
         """The Engine answers, and the image is there (``image``) or built now (``build``)."""
@@ -139,7 +142,7 @@ class DockerTarget(ServiceTarget[DockerBuild]):
             LABEL_HOST: socket.gethostname(),
             LABEL_ORCHESTRATOR: json.dumps(process_identity(), sort_keys=True),
         }
-        name = container_name(ctx.run_id, ctx.build_dir.name)
+        name = self.container = container_name(ctx.run_id, ctx.build_dir.name)
         if self.build_log:
             write_text_atomic(ctx.build_dir / "docker-build.log", "\n".join(self.build_log) + "\n")
         stats = listener(backlog=16)  # the runner serves the container's stats here
@@ -180,6 +183,12 @@ class DockerTarget(ServiceTarget[DockerBuild]):
             extra_metrics={CONTAINER_SOURCE: stats_url},
             record={"image": dict(self.image), "container": name},
         )
+
+    def capper(self) -> ContainerCapper:
+        """A phase's caps go through the Engine's live update of the container."""
+        if self.container is None:
+            raise RunError("the docker build is capped before it was prepared")
+        return ContainerCapper(self.container)
 
     def collect(self, build_dir: Path) -> None:
         """Remove the build's container if its runner could not (it was killed first).

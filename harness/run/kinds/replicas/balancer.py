@@ -26,7 +26,7 @@ run measures:
 
 One difference from the other children: nginx rewrites its environment's
 memory for its process titles, so ``/proc/<pid>/environ`` of its processes no
-longer shows ``HARNESS_RUN_ID`` (``harness.run.cleanup.leftover_processes`` does not see
+longer shows ``HARNESS_RUN_ID`` (``harness.run.processes.leftover_processes`` does not see
 them). They stop with their process group like any child's: the guard's
 SIGTERM, then SIGKILL, reaches the master and its worker (a worker outlives a
 master killed alone, so it is the group that must be killed, and is).

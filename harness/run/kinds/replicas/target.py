@@ -36,6 +36,7 @@ import pandas as pd
 from harness.analysis.replicas import replica_source
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.results.io import payments_from_sqlite, write_parquet_atomic, write_text_atomic
+from harness.run.caps.leftovers import CGROUPS
 from harness.run.kinds.replicas.balancer import (
     TEMP_DIR,
     find_nginx,
@@ -148,5 +149,11 @@ class ReplicatedShopTarget:
         write_parquet_atomic(payments, build_dir / "payments.parquet")
 
 
-KIND = Kind("replicas", ShopBuild, ReplicatedShopTarget, runs=lambda build: build.replicas > 1)
+KIND = Kind(
+    "replicas",
+    ShopBuild,
+    ReplicatedShopTarget,
+    runs=lambda build: build.replicas > 1,
+    leftovers=CGROUPS,
+)
 """A shop build with ``replicas`` above 1: its replicas behind nginx."""

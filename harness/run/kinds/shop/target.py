@@ -15,6 +15,7 @@ from typing import Any
 from harness.core.handoff import Handoff
 from harness.core.net import LOOPBACK, listener, port_of
 from harness.results.io import payments_from_sqlite, write_parquet_atomic, write_text_atomic
+from harness.run.caps.leftovers import CGROUPS
 from harness.run.targets import Kind, Launch, TargetContext
 from harness.scenario.builds.shop import ShopBuild
 
@@ -82,5 +83,7 @@ class ShopTarget:
         write_parquet_atomic(payments, build_dir / "payments.parquet")
 
 
-KIND = Kind("shop", ShopBuild, ShopTarget, runs=lambda build: build.replicas == 1)
+KIND = Kind(
+    "shop", ShopBuild, ShopTarget, runs=lambda build: build.replicas == 1, leftovers=CGROUPS
+)
 """The reference shop alone (``replicas: 1``, the default): no load balancer."""

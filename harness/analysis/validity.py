@@ -1,0 +1,136 @@
+"""Whether a build measured what it meant to: the harness's own stalls, told apart.
+
+Two ways the harness itself, not the service, can make a build's numbers wrong:
+
+- **A stalled orchestrator** (Ctrl-Z, a machine swapping, a starved CPU) takes no scrape
+  while it is stopped: the busy workers of a fault window read from the scrapes around
+  the hole (2 where the pool was full at 20). A gap between two scrapes of the target
+  longer than ``GAP_INTERVALS`` intervals is recorded (``validity.scrape_gaps``), warned,
+  and every figure read from the scrapes' readings over a window it falls in (a gauge's
+  max, mean and p50, the breaker's open share, opens and time to open) is None and "not
+  measured" there. Counters are not touched: a count over a window reads the counter at
+  its edges, which a gap inside does not change.
+- **A stalled load generator** (its process stopped, its CPU saturated) sends late what
+  was due: latency counts from the intended start, so the service is blamed for the
+  wait. A request sent more than ``LATE_WARN_S`` late is warned.
+
+Both are figures of the catalogue (``validity.scrape_gap_max_s``,
+``validity.generator_max_lateness_s``), so a gate can refuse such a run
+(``before.generator.max_lateness_s <= 0.5``, ``before.scrape.gap_max_s <= 3``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.replicas import is_target_source
+from harness.core.catalogue import FIGURES, Figure
+from harness.load.plan import DROPPED
+
+GAP_INTERVALS = 3.0
+"""A scrape gap longer than this many scrape intervals is a hole in the metrics."""
+LATE_WARN_S = 0.5
+"""A request sent this much later than planned means the generator, not the service, stalled."""
+GAP_BLIND = frozenset({"max", "mean", "p50", "open_pct", "opens", "time_to_open"})
+"""The statistics read from the scrapes' readings themselves, which a gap makes wrong."""
+
+Gap = tuple[float, float]
+
+
+def scrape_gaps(metrics: pd.DataFrame, window: Gap, interval_s: float) -> tuple[list[Gap], float]:
+    """The gaps (absolute times) between successive scrapes of the target longer than
+    ``GAP_INTERVALS`` intervals that overlap ``window``, and the longest time between two
+    scrapes there (NaN when the target was never scraped)."""
+    if not len(metrics):
+        return [], float("nan")
+    gaps: list[Gap] = []
+    longest = float("nan")
+    for source in metrics["source"].unique():
+        if not is_target_source(str(source)):
+            continue
+        times = np.unique(metrics.loc[metrics["source"] == source, "t"].to_numpy(dtype=float))
+        # The window's edges count as scrapes missed when none came near them.
+        edges = np.concatenate(([min(window[0], times[0])], times, [max(window[1], times[-1])]))
+        starts, ends = edges[:-1], edges[1:]
+        inside = (ends > window[0]) & (starts < window[1])
+        spans = (ends - starts)[inside]
+        if len(spans):
+            longest = max(float(spans.max()), 0.0 if np.isnan(longest) else longest)
+        wide = inside & (ends - starts > GAP_INTERVALS * interval_s)
+        gaps += [(float(a), float(b)) for a, b in zip(starts[wide], ends[wide], strict=True)]
+    return sorted(gaps), longest
+
+
+def overlaps(gaps: list[Gap], start: float, end: float) -> Gap | None:
+    """The first gap that falls in [start, end], if one does."""
+    return next((g for g in gaps if g[0] < end and g[1] > start), None)
+
+
+def gap_blind(figure: Figure) -> bool:
+    """Whether ``figure`` is read from the scrapes' readings (so a gap makes it wrong)."""
+    return figure.series() is not None and figure.stat in GAP_BLIND
+
+
+def gap_reason(gap: Gap, t0: float, interval_s: float) -> str:
+    return (
+        f"scrape gap: no scrape of the target for {gap[1] - gap[0]:.1f} s "
+        f"(+{gap[0] - t0:.1f} s to +{gap[1] - t0:.1f} s; the interval is {interval_s:g} s)"
+    )
+
+
+def gap_not_measured(
+    gaps: list[Gap],
+    t0: float,
+    interval_s: float,
+    windows: dict[str, Gap],
+    phases: dict[str, Gap],
+) -> dict[str, str]:
+    """Figure key -> why it is None: a gap fell in its window (``windows``: ``fault`` and
+    ``whole``; ``phases``: each phase's, keyed ``phases.<name>.<key>``)."""
+    out: dict[str, str] = {}
+    for figure in FIGURES:
+        if not gap_blind(figure):
+            continue
+        span = windows["fault" if figure.window == "fault" else "whole"]
+        if (gap := overlaps(gaps, *span)) is not None:
+            out[figure.key] = gap_reason(gap, t0, interval_s)
+        for name, (start, end) in phases.items():
+            if figure.phase_key and (gap := overlaps(gaps, start, end)) is not None:
+                out[f"phases.{name}.{figure.phase_key}"] = gap_reason(gap, t0, interval_s)
+    return out
+
+
+def max_lateness(samples: pd.DataFrame, window: Gap) -> tuple[float | None, pd.Series | None]:
+    """How late the latest request intended in ``window`` was sent, and that request."""
+    sent = samples[
+        (samples["error"] != DROPPED)
+        & (samples["intended_start"] >= window[0])
+        & (samples["intended_start"] < window[1])
+    ]
+    if not len(sent):
+        return None, None
+    late = (sent["actual_start"] - sent["intended_start"]).to_numpy(dtype=float)
+    worst = int(np.argmax(late))
+    return max(0.0, float(late[worst])), sent.iloc[worst]
+
+
+def warnings(
+    gaps: list[Gap], interval_s: float, t0: float, lateness: float | None, worst: pd.Series | None
+) -> list[str]:
+    """What the user must be told: each scrape gap, and a generator that ran late."""
+    out = [
+        f"{gap_reason(gap, t0, interval_s)}: the orchestrator was stalled (stopped, swapped, "
+        "starved of CPU); the scrape figures of the windows it falls in are not measured "
+        "(gate `scrape.gap_max_s` to refuse such a run)"
+        for gap in gaps
+    ]
+    if lateness is not None and worst is not None and lateness > LATE_WARN_S:
+        out.append(
+            f"the load generator sent requests up to {lateness:.2f} s late ({worst['endpoint']}, "
+            f"due at +{float(worst['intended_start']) - t0:.1f} s): it was itself stalled or "
+            "saturated, and latency counts from the intended start, so that wait is the "
+            "generator's, not the service's (gate `generator.max_lateness_s` to refuse such "
+            "a run)"
+        )
+    return out

@@ -1,0 +1,336 @@
+"""``harness tune``: run a sweep's candidates as builds, rank them, recommend one."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from harness.cli._app import (
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUN,
+    ResultsOpt,
+    app,
+    console,
+    err,
+    fail_input,
+    raise_interrupt,
+)
+from harness.core.errors import HarnessError, InputError, RunError
+
+if TYPE_CHECKING:
+    from harness.tune.folder import TuneFolder
+    from harness.tune.plan import Plan
+    from harness.tune.screen import Simulate
+
+
+def _say(text: str) -> None:
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command()
+def tune(
+    scenario: Annotated[
+        Path | None, typer.Argument(help="a scenario with a `sweep:` section", show_default=False)
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="a tune folder: run only its candidates not finished")
+    ] = None,
+    results: ResultsOpt = Path("results"),
+    report: Annotated[
+        Path | None, typer.Option(help="a tune folder: report what it holds, run nothing")
+    ] = None,
+    check: Annotated[
+        str | None,
+        typer.Option(help="exit 1 unless this candidate is feasible and on the front"),
+    ] = None,
+    plan_only: Annotated[
+        bool, typer.Option("--plan", help="list the candidates (checked) and run nothing")
+    ] = False,
+    repeat: Annotated[
+        int, typer.Option(min=1, max=10, help="run each candidate N times (intervals)")
+    ] = 1,
+    refine: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=10,
+            help="after the first pass, N more rounds for the recommended candidate and the "
+            "neighbours within noise of it (sweep.refine; 0: as the sweep says)",
+        ),
+    ] = 0,
+    screen: Annotated[
+        bool,
+        typer.Option(
+            "--screen",
+            help="simulate every candidate first; run only the best few (sweep.screen) for "
+            "real (the default when there are more than 40 real runs)",
+        ),
+    ] = False,
+) -> None:
+    """Run a sweep's candidates under the same faults and load, rank them, recommend one.
+
+    The ranked table, the Pareto front (front.png), per-axis sensitivity and the
+    recommended config in the target's own language go to tune.json and tune.md in the
+    tune folder; exit 1 when no candidate meets the constraints (or with --check, when
+    that candidate is not feasible and on the front).
+    """
+    from harness.tune.folder import TuneFolder
+    from harness.tune.plan import MAX_REAL_RUNS, load_plan
+
+    given = [x for x in (scenario, resume, report) if x is not None]
+    if len(given) != 1:
+        raise fail_input(InputError("give one of: a sweep file, --resume TUNE, --report TUNE"))
+    try:
+        simulate = _simulator()
+        if scenario is not None:
+            plan = load_plan(scenario, repeat, screened=True)
+            screen = screen or len(plan.candidates) * repeat > MAX_REAL_RUNS
+            if plan_only:
+                _print_plan(plan)
+                raise typer.Exit(EXIT_OK)
+            if screen:
+                _check_screenable(plan)
+            folder = TuneFolder.create(results, plan, repeat)
+        else:
+            folder = TuneFolder.open(resume or report)  # type: ignore[arg-type]
+            plan = folder.plan()
+            screen = folder.simulated.is_dir()
+    except InputError as exc:
+        raise fail_input(exc) from None
+    code = EXIT_OK
+    if report is None:
+        chosen = None
+        if screen:
+            chosen = _screen(folder, plan, simulate)
+        code = _run_missing(folder, plan, chosen)
+        if code == EXIT_OK:
+            code = _refine(folder, plan, refine)
+    try:
+        result = _report(folder, plan)
+    except HarnessError as exc:
+        err.print(f"no tune report: {exc}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_RUN) from None
+    if code != EXIT_OK:
+        raise typer.Exit(code)
+    raise typer.Exit(_verdict(result, check))
+
+
+def _print_plan(plan: Plan) -> None:
+    _say(f"{len(plan.candidates)} candidates of build {plan.sweep.base!r} over {plan.axes}:")
+    for c in plan.candidates:
+        also = f" (= {', '.join(c.aliases)})" if c.aliases else ""
+        _say(f"  {c.name:<30} {c.origin:<8} {c.values}{also}")
+    if plan.sweep.refine is not None:
+        r = plan.sweep.refine
+        _say(
+            f"then refined: {r.repeats} more round(s) for the recommended candidate and its "
+            f"neighbours within noise (within {r.tolerance:.0%} without intervals"
+            + (", front neighbours too)" if r.front else ")")
+        )
+
+
+def _simulator() -> Simulate:
+    """``harness simulate``'s model, as the screen calls it."""
+    from harness.simulate import simulate_run
+
+    return simulate_run
+
+
+def _check_screenable(plan: Plan) -> None:
+    """Refuse a screen the simulator cannot make before a tune folder is made for it: the
+    scenario (client retries, pg.capacity, caps) or the base build's kind it does not
+    model is an ``InputError``, as ``harness simulate`` says it."""
+    from harness.simulate import modelled
+
+    for batch in plan.batches():
+        services, refused = modelled(plan.loaded(batch).scenario, [c.name for c in batch])
+        if not services:
+            raise InputError("--screen: " + ("; ".join(str(r) for r in refused) or "nothing"))
+
+
+def _screen(folder: TuneFolder, plan: Plan, simulate: Simulate) -> list[str]:
+    """Simulate every candidate (once per tune folder), and pick the ones run for real."""
+    from harness.tune.screen import picks, simulate_all, simulated_reports
+
+    reports = simulated_reports(folder)
+    if not all(c.name in reports for c in plan.candidates):
+        try:
+            reports = simulate_all(folder, plan, simulate)
+        except InputError as exc:
+            raise fail_input(exc) from None
+    chosen = picks(plan, reports)
+    _say(
+        f"screened: {len(plan.candidates)} candidates simulated; {len(chosen)} run for real "
+        f"(the current setting, the best {plan.sweep.screen.best} simulated and "
+        f"{plan.sweep.screen.others} others): {', '.join(chosen)}"
+    )
+    return chosen
+
+
+def _run_missing(folder: TuneFolder, plan: Plan, chosen: list[str] | None = None) -> int:
+    """Run every candidate (or every ``chosen`` one) not finished yet."""
+    done = set(folder.finished())
+    todo = [
+        c.name
+        for c in plan.candidates
+        if c.name not in done and (chosen is None or c.name in chosen)
+    ]
+    if done:
+        _say(f"{len(done)} candidate(s) already finished; running the {len(todo)} missing")
+    return _run_names(folder, plan, todo)
+
+
+def _refine(folder: TuneFolder, plan: Plan, repeats: int) -> int:
+    """The refinement (``harness.tune.refine``): once the first pass is complete, pick the
+    candidates within noise of the recommended one (once per tune folder: ``refine.json``),
+    then run each its extra rounds not run yet, one run folder per round."""
+    from harness.results.io import write_json_atomic
+    from harness.scenario.sweep import Refine
+    from harness.tune.refine import select
+    from harness.tune.report import ranked_outcomes
+
+    record = folder.refinement()
+    settings = plan.sweep.refine
+    if record is None:
+        if repeats:
+            settings = (settings or Refine()).model_copy(update={"repeats": repeats})
+        if settings is None:
+            return EXIT_OK
+        ranked = ranked_outcomes(folder, plan)
+        if any(o.measured == "missing" for o in ranked):
+            return EXIT_OK  # not complete: refined once the first pass is (--resume)
+        used = sum(len(r) for r in folder.rounds().values()) * folder.repeat
+        record = select(ranked, settings, folder.repeat, used).record()
+        write_json_atomic(folder.refine_record, record)
+        _say(
+            "refine: "
+            + (", ".join(f"{p['name']} ({p['why']})" for p in record["picked"]) or "nothing")
+            + (f"; {record['note']}" if record["note"] else "")
+        )
+    rounds = folder.rounds()
+    for i in range(record["repeats"]):
+        picked = [p["name"] for p in record["picked"]]
+        todo = [n for n in picked if len(rounds.get(n, [])) <= i + 1]
+        if not todo:
+            continue
+        _say(f"refine: round {i + 2} of {record['repeats'] + 1}: {', '.join(todo)}")
+        code = _run_names(folder, plan, todo)
+        if code != EXIT_OK:
+            return code
+        rounds = folder.rounds()
+    return EXIT_OK
+
+
+def _run_names(folder: TuneFolder, plan: Plan, todo: list[str]) -> int:
+    """Run the named candidates, in batches (one ``harness run`` folder each)."""
+    from harness.cli.running import progress_listener
+    from harness.gates.abort import GateAbort, abort_gates
+    from harness.run.experiment import Experiment
+
+    signal.signal(signal.SIGTERM, raise_interrupt)
+    view, listener = progress_listener()
+    for batch in plan.batches(todo):
+        try:
+            loaded = plan.loaded(batch, abort=True)  # constraints cut to a phase stop early
+            stop = GateAbort(loaded.scenario) if abort_gates(loaded.scenario) else None
+            experiment = Experiment(
+                loaded, folder.runs, listener, repeat=folder.repeat, abort_check=stop
+            )
+            view.builds = experiment.manifest.builds  # says which gate stopped a build
+            experiment.run()
+        except KeyboardInterrupt:
+            view.stop_live()
+            err.print(
+                f"interrupted: every finished candidate is kept. Resume with "
+                f"`harness tune --resume {folder.path}`.",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            return EXIT_INTERRUPTED
+        except InputError as exc:
+            raise fail_input(exc) from None
+        except RunError as exc:
+            view.stop_live()
+            err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
+            return EXIT_RUN
+        finally:
+            view.stop_live()
+    return EXIT_OK
+
+
+def _report(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
+    from harness.tune.report import write_tune_report
+
+    result = write_tune_report(folder, plan)
+    x, y = result["front_scores"]
+    _say(f"objective: {result['objective']['sense']} {result['objective']['expr']}")
+    for c in result["candidates"]:
+        verdict = (
+            "not run"
+            if c["measured"] == "missing"
+            else ("feasible" if c["feasible"] else "infeasible")
+        )
+        mark = " (current)" if c["origin"] == "current" else ""
+        mark += f" ({c['rounds']} rounds)" if c["rounds"] > 1 else ""
+        _say(
+            f"  {c['rank'] or '-':>3} {c['name'] + mark:<32} objective {_g(c['objective']):>8}"
+            f"  {x} {_g(c['scores'][0]):>7}  {y} {_g(c['scores'][1]):>7}  {verdict}"
+            + ("  front" if c["on_front"] else "")
+        )
+    if result["recommended"] is None:
+        _say("no candidate that ran meets every constraint: nothing recommended")
+    else:
+        _say(f"recommended: {result['recommended']}")
+        _say(result["recommended_config"]["text"].rstrip())
+    refined = result["refined"]
+    if refined is not None:
+        names = [f"{p['name']} ({p['why']})" for p in refined["picked"]]
+        _say(
+            f"refined ({refined['repeats']} more round(s) each): "
+            + ("; ".join(names) or "none")
+            + (f"; {refined['note']}" if refined["note"] else "")
+        )
+    for row in result["simulator_error"]:
+        _say(
+            f"  simulator vs measured, {row['name']}: "
+            + "  ".join(
+                f"{k} {_g(v['simulated'])} vs {_g(v['measured'])} (error {_g(v['error'])})"
+                for k, v in row.items()
+                if k != "name"
+            )
+        )
+    _say(f"tune: {folder.path}  (tune.json, tune.md, front.png)")
+    return result
+
+
+def _g(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _verdict(result: dict[str, Any], check: str | None) -> int:
+    """Exit 1 when nothing is recommended, or ``check`` is not feasible on the front."""
+    if check is None:
+        return EXIT_OK if result["recommended"] is not None else EXIT_GATE
+    found = next((c for c in result["candidates"] if check in (c["name"], *c["aliases"])), None)
+    if found is None:
+        err.print(f"--check {check}: not a candidate of this sweep", highlight=False)
+        return EXIT_GATE
+    ok = found["feasible"] and found["on_front"]
+    why = (
+        "feasible and on the front"
+        if ok
+        else "not run"
+        if found["measured"] == "missing"
+        else "fails a constraint"
+        if not found["feasible"]
+        else f"dominated (front: {', '.join(result['front'])})"
+    )
+    _say(f"check {check}: {'pass' if ok else 'fail'}: {why}")
+    return EXIT_OK if ok else EXIT_GATE

@@ -1,0 +1,201 @@
+"""Which builds the simulator can model, and the shop settings each one stands for.
+
+A ``shop`` build is modelled from the very settings the shop reads: the build's block
+as ``harness run`` writes it to ``target.json``, parsed by the shop's own
+``targets.shop.config.ShopConfig``, so the layers, their order, the Retry's exception
+lists and the breaker's kind are the shop's by construction. A ``jar`` build (the
+Spring shop, ``targets/spring-shop``) is modelled from its Spring properties, read as
+Spring binds them (``resilience4j.<layer>.instances.pgClient.*``,
+``server.tomcat.threads.max``, Feign's timeouts, Hikari's pool size, ``shop.resilience``),
+translated to the same settings. A ``command`` build of ``targets/node-gateway`` is
+modelled from its env and flags (``harness.simulate.node``: opossum's options). Anything
+else (docker, url, other command builds, a replicated shop, a thread-pool bulkhead,
+the Spring shop's seed 002 compositions) is ``NotModelled``, naming the build and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.core.durations import parse_duration
+from harness.scenario.builds import Build
+from harness.scenario.builds.command import CommandBuild
+from harness.scenario.builds.jar import JarBuild
+from harness.scenario.builds.shop import CircuitBreakerSettings, RetrySettings, ShopBuild
+from harness.scenario.builds.spring_properties import leaves
+from harness.simulate.node import NodeConfig, node_config
+from targets.shop.config import ShopConfig
+
+SHOP_BACKLOG = 2048
+"""gunicorn's ``backlog`` as ``targets/shop/__main__.py`` sets it: connections queued for a
+thread; one more is refused."""
+TOMCAT_BACKLOG = 8192 + 100
+"""Tomcat's ``max-connections`` (8192) plus its ``accept-count`` (100): what a Spring
+service holds waiting for a request thread."""
+SPRING_DEFAULTS: dict[str, Any] = {
+    "workers": 200,
+    "pg-client": {"connect-timeout": 1.0, "read-timeout": 4.0},
+    "db-pool": {"maximum-pool-size": 10},
+}
+"""``targets/spring-shop/src/main/resources/application.yml``'s values, where a jar build's
+properties say nothing."""
+SPRING_PROFILES = ("retry-only", "retry-circuit-breaker")
+"""The ``shop.resilience`` compositions modelled; the Spring shop's others (seed 002's
+``cb-wrong``, ``cb-correct``) are refused."""
+INSTANCE = "pgclient"
+"""The Resilience4j instance the Spring shop configures (``pgClient``, as Spring compares)."""
+
+
+class NotModelled(Exception):
+    """A build the simulator cannot stand for; the message names it and says why."""
+
+    def __init__(self, build: str, reason: str) -> None:
+        super().__init__(f"build {build!r}: {reason}")
+        self.build = build
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Service:
+    """One build as the simulator runs it: the shop's settings and its accept queue."""
+
+    name: str
+    kind: str
+    config: ShopConfig | NodeConfig
+    backlog: int
+
+
+def service_of(name: str, build: Build) -> Service:
+    """The model of build ``name``, or ``NotModelled``."""
+    if isinstance(build, ShopBuild):
+        if build.replicas > 1:
+            raise NotModelled(
+                name, f"replicas: {build.replicas} (a balancer in front) is not modelled"
+            )
+        data = build.model_dump(mode="json", by_alias=True, exclude={"replicas"})
+        return Service(name, "shop", _config(name, data), SHOP_BACKLOG)
+    if isinstance(build, JarBuild):
+        return Service(
+            name, "jar", _config(name, spring_settings(name, build.properties)), TOMCAT_BACKLOG
+        )
+    if isinstance(build, CommandBuild) and _is_node_gateway(build):
+        try:
+            config = node_config(build.env, build.command)
+        except ValueError as exc:
+            raise NotModelled(name, f"its node-gateway settings: {exc}") from None
+        return Service(name, "command", config, 0)
+    kind = type(build).kind
+    raise NotModelled(
+        name,
+        f"a {kind} build has no model (the simulator models shop builds, jar builds from "
+        "their Resilience4j properties, and command builds of targets/node-gateway)",
+    )
+
+
+def _is_node_gateway(build: CommandBuild) -> bool:
+    """A command build that starts ``targets/node-gateway/server.js`` (its options are then
+    its env and flags, which the model reads)."""
+    said = " ".join([build.cwd, *build.command])
+    return "node-gateway" in said and any(a.endswith("server.js") for a in build.command)
+
+
+def _config(name: str, data: dict[str, Any]) -> ShopConfig:
+    blocks = data.get("resilience4j") or {}
+    if blocks.get("thread-pool-bulkhead") is not None:
+        raise NotModelled(name, "a thread-pool-bulkhead is not modelled")
+    try:
+        return ShopConfig.from_dict({**data, "pg-url": "http://simulated"})
+    except (TypeError, ValueError) as exc:
+        raise NotModelled(name, f"its settings do not make a shop: {exc}") from None
+
+
+def _kebab(fields: Mapping[str, Any]) -> dict[str, str]:
+    """Spring's comparison form of each field's name (``maxattempts``) -> its kebab key."""
+    return {name.replace("_", ""): name.replace("_", "-") for name in fields}
+
+
+_RETRY_KEYS = _kebab(RetrySettings.model_fields)
+_BREAKER_KEYS = _kebab(CircuitBreakerSettings.model_fields)
+_DURATION_KEYS = {
+    "wait-duration", "exponential-max-wait-duration", "slow-call-duration-threshold",
+    "wait-duration-in-open-state", "max-wait-duration-in-half-open-state",
+}  # fmt: skip
+
+
+def _spring_duration(value: object) -> float:
+    """A Spring ``Duration`` property: a bare number is milliseconds, else ``100ms``, ``10s``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) / 1000.0
+    return parse_duration(value)
+
+
+def spring_settings(name: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The shop settings (kebab case, seconds) a jar build's Spring properties stand for."""
+    settings: dict[str, Any] = {**SPRING_DEFAULTS, "pg-client": dict(SPRING_DEFAULTS["pg-client"])}
+    settings["db-pool"] = dict(SPRING_DEFAULTS["db-pool"])
+    profile = "retry-circuit-breaker"
+    retry: dict[str, Any] = {"max-attempts": 2, "wait-duration": 0.1}
+    breaker: dict[str, Any] = {
+        "sliding-window-type": "COUNT_BASED", "sliding-window-size": 10,
+        "minimum-number-of-calls": 10, "failure-rate-threshold": 50,
+        "wait-duration-in-open-state": 10.0, "permitted-number-of-calls-in-half-open-state": 3,
+        "automatic-transition-from-open-to-half-open-enabled": True,
+    }  # fmt: skip
+    for leaf in leaves(properties):
+        key, value = leaf.name, leaf.value
+        if key == ("server", "tomcat", "threads", "max"):
+            settings["workers"] = int(value)
+        elif key == ("shop", "resilience"):
+            profile = str(value)
+        elif key == ("shop", "db", "querytime"):
+            settings["db-pool"]["query-time"] = _spring_duration(value)
+        elif key == ("spring", "datasource", "hikari", "maximumpoolsize"):
+            settings["db-pool"]["maximum-pool-size"] = int(value)
+        elif key == ("spring", "datasource", "hikari", "connectiontimeout"):
+            settings["db-pool"]["connection-timeout"] = _spring_duration(value)
+        elif key[:5] == ("spring", "cloud", "openfeign", "client", "config") and len(key) == 7:
+            which = {"connecttimeout": "connect-timeout", "readtimeout": "read-timeout"}
+            if key[6] in which:
+                settings["pg-client"][which[key[6]]] = _spring_duration(value)
+        elif key[:4] == ("resilience4j", "retry", "instances", INSTANCE) and len(key) == 5:
+            _put(retry, _RETRY_KEYS, key[4], value, ("retryexceptions", "ignoreexceptions"))
+        elif key[:4] == ("resilience4j", "circuitbreaker", "instances", INSTANCE) and len(key) == 5:
+            _put(breaker, _BREAKER_KEYS, key[4], value, ("recordexceptions", "ignoreexceptions"))
+        elif (
+            key[0] == "resilience4j" and len(key) > 1 and key[1] not in ("retry", "circuitbreaker")
+        ):
+            raise NotModelled(name, f"{'.'.join(key)}: the Spring shop's {key[1]} is not modelled")
+    if profile not in SPRING_PROFILES:
+        raise NotModelled(
+            name,
+            f"shop.resilience: {profile} is not modelled (modelled: {', '.join(SPRING_PROFILES)})",
+        )
+    blocks: dict[str, Any] = {"retry": retry}
+    if profile == "retry-circuit-breaker":
+        blocks["circuitbreaker"] = breaker
+    try:
+        build = ShopBuild.model_validate({**settings, "profile": profile, "resilience4j": blocks})
+    except ValidationError as exc:
+        raise NotModelled(name, f"its Resilience4j properties do not validate: {exc}") from None
+    return build.model_dump(mode="json", by_alias=True, exclude={"replicas"})
+
+
+def _put(
+    block: dict[str, Any],
+    keys: Mapping[str, str],
+    name: str,
+    value: object,
+    exceptions: tuple[str, ...],
+) -> None:
+    """One Resilience4j property into ``block``; the exception lists are the shop's own
+    (the Spring shop's are the same policy, in Java's class names)."""
+    if name in exceptions:
+        return
+    key = keys.get(name)
+    if key is None:
+        return
+    block[key] = _spring_duration(value) if key in _DURATION_KEYS else value

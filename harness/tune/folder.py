@@ -1,0 +1,120 @@
+"""A tune's folder: the sweep as it was, and the run folders its candidates ran in.
+
+``results/<name>/tune-<stamp>-<id>/`` holds ``sweep.yaml`` (the sweep file's text),
+``tune-plan.json`` (where the file was, the repetitions, the candidates), ``runs/`` (the
+``harness run`` folders, one per batch and per ``--resume``), and the report
+(``tune.json``, ``tune.md``, ``front.png``). A candidate is finished when a run's report
+has it ``completed`` (or ``aborted`` by the early stop); the latest run that has it wins.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from harness.analysis.model import Report
+from harness.core.errors import HarnessError, InputError
+from harness.report.make import make_report
+from harness.results.io import write_text_atomic
+from harness.tune.plan import Plan, load_plan
+from harness.tune.rank import FINISHED
+
+PLAN_SCHEMA = "harness.tune-plan/1"
+
+
+@dataclass
+class TuneFolder:
+    path: Path
+    sweep_file: Path
+    repeat: int
+
+    @property
+    def runs(self) -> Path:
+        return self.path / "runs"
+
+    @property
+    def simulated(self) -> Path:
+        """Where the simulator's run folders go (one per batch), apart from the real ones."""
+        return self.path / "simulated"
+
+    @classmethod
+    def create(cls, results: Path, plan: Plan, repeat: int) -> TuneFolder:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = results / plan.scenario.name / f"tune-{stamp}-{secrets.token_hex(3)}"
+        path.mkdir(parents=True)
+        write_text_atomic(path / "sweep.yaml", plan.text)
+        record = {
+            "schema": PLAN_SCHEMA,
+            "sweep_file": str(plan.path),
+            "repeat": repeat,
+            "candidates": [
+                {"name": c.name, "origin": c.origin, "values": c.values, "aliases": c.aliases}
+                for c in plan.candidates
+            ],
+        }
+        write_text_atomic(path / "tune-plan.json", json.dumps(record, indent=2, default=str))
+        return cls(path, plan.path, repeat)
+
+    @classmethod
+    def open(cls, path: Path) -> TuneFolder:
+        """A tune folder written by ``create``; ``InputError`` when ``path`` is not one."""
+        record_path = path / "tune-plan.json"
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: not a tune folder ({record_path}: {exc})") from None
+        if not isinstance(record, dict) or record.get("schema") != PLAN_SCHEMA:
+            raise InputError(f"{record_path}: expected schema {PLAN_SCHEMA!r}")
+        return cls(path, Path(record["sweep_file"]), int(record.get("repeat", 1)))
+
+    def plan(self) -> Plan:
+        """The plan as it was made: the kept text, read as if at the sweep file's place."""
+        text = (self.path / "sweep.yaml").read_text(encoding="utf-8")
+        return load_plan(self.sweep_file, self.repeat, screened=True, text=text)
+
+    @property
+    def refine_record(self) -> Path:
+        """The refinement's selection (``refine.Selection.record``), once it was made."""
+        return self.path / "refine.json"
+
+    def refinement(self) -> dict[str, Any] | None:
+        if not self.refine_record.is_file():
+            return None
+        return cast(dict[str, Any], json.loads(self.refine_record.read_text(encoding="utf-8")))
+
+    def finished(self) -> dict[str, tuple[Report, Path]]:
+        """Candidate -> the report it last finished in and that run's folder."""
+        return {name: runs[-1] for name, runs in self.rounds().items()}
+
+    def rounds(self) -> dict[str, list[tuple[Report, Path]]]:
+        """Candidate -> every run it finished in, oldest first (more than one when the
+        refinement repeated it)."""
+        found: dict[str, list[tuple[Report, Path]]] = {}
+        for run_dir in sorted(self.runs.glob("*/*")):
+            if not (run_dir / "manifest.json").is_file():
+                continue
+            report = _report(run_dir)
+            if report is None:
+                continue
+            for name, build in report["builds"].items():
+                if build.get("status") in FINISHED:
+                    found.setdefault(name, []).append((report, run_dir))
+        return found
+
+
+def _report(run_dir: Path) -> Report | None:
+    """The run's report, rendered when it has none yet (an interrupted tune)."""
+    path = run_dir / "report.json"
+    if path.is_file():
+        try:
+            return cast(Report, json.loads(path.read_text(encoding="utf-8")))
+        except ValueError:
+            pass
+    try:
+        return make_report(run_dir)
+    except HarnessError:  # a run that left nothing to report on: its candidates are missing
+        return None

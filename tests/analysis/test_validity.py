@@ -1,0 +1,98 @@
+"""Whether a build measured what it meant to: a stalled orchestrator's scrape gaps and a
+stalled load generator's lateness are figures (``validity.*``), said as warnings, gated, and
+a gap makes the scrape figures of the windows it falls in "not measured" (issue 22)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.figures import analyse
+from harness.analysis.model import Report
+from harness.gates.evaluate import evaluate
+from harness.results.io import METRICS_COLUMNS
+from harness.results.model import BuildResult, RunResult
+from harness.scenario.gates import parse_gate
+from harness.scenario.loader import load_scenario_text
+from tests.analysis.frames import sample_frame
+from tests.analysis.test_db_pool import SCENARIO, T0
+
+# The DB pool test's scenario (a scrape a second; baseline 0-10 s, outage 10-20 s): its
+# build "before" has no pool, which is all these tests need.
+B = "before"
+
+
+def _samples(late_s: float = 0.0) -> pd.DataFrame:
+    start = T0 + np.arange(200) / 10
+    frame = sample_frame("products", start, np.full(200, 0.01), np.full(200, 200))
+    # What a load generator stopped for late_s at +12 s sends: everything due meanwhile, late.
+    held = (start >= T0 + 12) & (start < T0 + 12 + late_s)
+    frame.loc[held, "actual_start"] = T0 + 12 + late_s
+    frame.loc[held, "end"] = T0 + 12 + late_s + 0.01
+    return frame
+
+
+def _metrics(gap: tuple[float, float] | None = None) -> pd.DataFrame:
+    """A scrape a second (the scenario's interval), 20 busy workers in the outage, 2 before;
+    none in ``gap`` (seconds after t0): the orchestrator was stopped then."""
+    rows = []
+    for t in T0 - 1.5 + np.arange(24.0):
+        if gap is not None and T0 + gap[0] < t < T0 + gap[1]:
+            continue
+        busy = 20.0 if t >= T0 + 10 else 2.0
+        rows.append((t, "target", "shop_workers_busy", "{}", busy))
+        rows.append((t, "target", "shop_workers_max", "{}", 64.0))
+    return pd.DataFrame(rows, columns=METRICS_COLUMNS)
+
+
+def _report(tmp_path: Path, samples: pd.DataFrame, metrics: pd.DataFrame) -> Report:
+    build = BuildResult(B, samples, metrics, {"t0": T0, "preset": "shop"})
+    run = RunResult(tmp_path, {"run_id": "r", "status": "completed"}, {B: build})
+    return analyse(run, load_scenario_text(SCENARIO).scenario)
+
+
+def _gate(text: str, report: Report) -> str:
+    return evaluate(parse_gate(text), report).verdict
+
+
+def test_a_scrape_gap_is_a_figure_a_warning_and_makes_its_windows_not_measured(
+    tmp_path: Path,
+) -> None:
+    report = _report(tmp_path, _samples(), _metrics(gap=(11.0, 19.0)))
+    b = report["builds"][B]
+    assert b["validity"]["scrape_gap_max_s"] == 9.0
+    assert b["validity"]["scrape_gaps"] == [[10.5, 19.5]]
+    # The outage's busy workers would read from its two scrapes outside the gap: not measured.
+    assert b["workers"]["busy_max_fault"] is None and b["workers"]["busy_p50_fault"] is None
+    assert "scrape gap" in b["not_measured"]["workers.busy_max_fault"]
+    assert b["phases"]["outage"]["workers"]["busy_max"] is None
+    assert b["phases"]["baseline"]["workers"]["busy_max"] == 2.0  # untouched by the gap
+    assert b["workers"]["max_workers"] == 64.0
+    assert any("no scrape of the target for 9.0 s" in w for w in b["warnings"]), b["warnings"]
+    assert _gate("before.busy_workers.max[outage] >= 10", report) == "error"  # not a silent pass
+    assert _gate("before.scrape.gap_max_s <= 3", report) == "fail"
+
+
+def test_regular_scrapes_leave_every_figure_measured(tmp_path: Path) -> None:
+    b = _report(tmp_path, _samples(), _metrics())["builds"][B]
+    assert b["validity"]["scrape_gap_max_s"] == 1.0 and b["validity"]["scrape_gaps"] == []
+    assert b["workers"]["busy_max_fault"] == 20.0
+    assert "warnings" not in b
+    assert not any("gap" in why for why in b.get("not_measured", {}).values())
+    assert b["validity"]["generator_max_lateness_s"] == 0.0
+
+
+def test_a_stalled_load_generator_is_said_and_gated_not_blamed_on_the_service(
+    tmp_path: Path,
+) -> None:
+    report = _report(tmp_path, _samples(late_s=5.0), _metrics())
+    b = report["builds"][B]
+    assert b["validity"]["generator_max_lateness_s"] == 5.0
+    (warning,) = b["warnings"]
+    assert "load generator" in warning and "5.00 s late" in warning
+    assert _gate("before.generator.max_lateness_s <= 0.5", report) == "fail"
+    calm = _report(tmp_path, _samples(late_s=0.2), _metrics())
+    assert "warnings" not in calm["builds"][B]
+    assert _gate("before.generator.max_lateness_s <= 0.5", calm) == "pass"

@@ -1,0 +1,225 @@
+"""A sweep file read into candidates, and its bad input refused at the sweep's own line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.core.errors import ScenarioError
+from harness.scenario.sweep import Sample
+from harness.tune.candidates import abbreviation, latin_hypercube
+from harness.tune.paths import get_path, set_path
+from harness.tune.plan import MAX_REAL_RUNS, cut_to_phase, load_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+CI = ROOT / "scenarios/ci/tune-short.yaml"
+CB = "resilience4j.circuitbreaker"
+
+
+def _variant(tmp_path: Path, old: str, new: str) -> Path:
+    text = CI.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def _problems(path: Path) -> list[str]:
+    with pytest.raises(ScenarioError) as caught:
+        load_plan(path)
+    return [str(p) for p in caught.value.problems]
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_the_ci_sweep_is_the_base_and_the_grid_named_by_their_values() -> None:
+    plan = load_plan(CI)
+    names = [c.name for c in plan.candidates]
+    assert names == [
+        "current",
+        "fr25-w10",
+        "fr25-w20",
+        "fr25-w60",
+        "fr90-w10",
+        "fr90-w20",
+        "fr90-w60",
+    ]
+    assert [c.current for c in plan.candidates] == [True] + [False] * 6
+    fr25_w60 = plan.candidate("fr25-w60").build["resilience4j"]["circuitbreaker"]
+    assert fr25_w60["failure-rate-threshold"] == 25 and fr25_w60["sliding-window-size"] == 60
+    assert fr25_w60["minimum-number-of-calls"] == 10  # the base's other settings kept
+    assert plan.candidate("current").values == {
+        f"{CB}.failure-rate-threshold": 50,
+        f"{CB}.sliding-window-size": 20,
+    }
+
+
+def test_the_generated_scenario_runs_the_candidates_with_each_constraint_as_a_gate() -> None:
+    plan = load_plan(CI)
+    loaded = plan.loaded(plan.batches()[0])
+    assert list(loaded.scenario.builds) == [c.name for c in plan.candidates]
+    exprs = [g.expr for g in loaded.scenario.gate_specs()]
+    assert "fr90-w60.payments.success_pct[calm] >= 50" in exprs
+    assert loaded.scenario.sweep is None and loaded.scenario.pg == plan.scenario.pg
+
+
+def test_a_grid_point_equal_to_the_base_is_the_base(tmp_path: Path) -> None:
+    path = _variant(tmp_path, "failure-rate-threshold: [25, 90]", "failure-rate-threshold: [50]")
+    plan = load_plan(path)
+    assert plan.candidate("fr50-w20").name == "current"
+    assert "fr50-w20" in plan.candidate("current").aliases
+    assert len(plan.candidates) == 3
+
+
+def test_an_axis_over_a_setting_the_build_does_not_have_is_said_at_the_axis(
+    tmp_path: Path,
+) -> None:
+    path = _variant(
+        tmp_path, "circuitbreaker.sliding-window-size: [", "circuitbreaker.sliding-windw: ["
+    )
+    line = _line_of(path, "sliding-windw: [")
+    problems = _problems(path)
+    assert len(problems) == 1
+    assert f"sweep.yaml:{line}:" in problems[0] and "unknown key" in problems[0]
+    assert "did you mean" in problems[0]
+
+
+def test_a_value_the_schema_refuses_is_said_at_the_axis(tmp_path: Path) -> None:
+    path = _variant(
+        tmp_path, "failure-rate-threshold: [25, 90]", "failure-rate-threshold: [25, 190]"
+    )
+    problems = _problems(path)
+    line = _line_of(path, "failure-rate-threshold: [25, 190]")
+    assert len(problems) == 1 and f"sweep.yaml:{line}:" in problems[0], problems
+
+
+def test_an_env_axis_must_name_a_variable_the_base_sets(tmp_path: Path) -> None:
+    path = tmp_path / "cmd.yaml"
+    path.write_text(
+        "name: cmd\nduration: 3s\ntraffic: {a: {path: /, rate: 1}}\n"
+        "builds:\n  svc:\n    command: [node, server.js]\n"
+        "    env: {PORT: '{port}', ERROR_THRESHOLD: '50'}\n"
+        "sweep:\n  base: svc\n  grid:\n    env.ERROR_THRESHOLD: ['25', '75']\n"
+        "    env.ERORR_THRESHOLD: ['1']\n"
+        "  abbrev: {env.ERROR_THRESHOLD: et, env.ERORR_THRESHOLD: eo}\n"
+        "  objective: {minimize: a.p99}\n  front: [a.p99, a.error_pct]\n",
+        encoding="utf-8",
+    )
+    problems = _problems(path)
+    assert len(problems) == 1 and "cmd.yaml:12:" in problems[0], problems
+    assert "ERORR_THRESHOLD" in problems[0]
+
+
+def test_unknown_figures_and_an_objective_that_is_no_figure_are_refused(tmp_path: Path) -> None:
+    path = _variant(tmp_path, 'minimize: "products.p99[outage]"', 'minimize: "2 * 3"')
+    text = path.read_text().replace("blocked_pct_healthy <= 25", "blocked_pct_healthi <= 25")
+    path.write_text(text)
+    problems = _problems(path)
+    assert any("names no figure" in p for p in problems)
+    assert any(
+        f":{_line_of(path, 'blocked_pct_healthi')}:" in p and "unknown figure" in p
+        for p in problems
+    )
+
+
+def test_an_empty_grid_axis_is_refused(tmp_path: Path) -> None:
+    path = _variant(tmp_path, "failure-rate-threshold: [25, 90]", "failure-rate-threshold: []")
+    assert any("has no values" in p for p in _problems(path))
+
+
+def test_more_real_runs_than_the_cap_are_refused_at_the_grid(tmp_path: Path) -> None:
+    values = ", ".join(str(v) for v in range(10, 10 + MAX_REAL_RUNS))
+    path = _variant(
+        tmp_path, "failure-rate-threshold: [25, 90]", f"failure-rate-threshold: [{values}]"
+    )
+    problems = _problems(path)
+    assert len(problems) == 1 and f"at most {MAX_REAL_RUNS} run for real" in problems[0]
+    assert f"sweep.yaml:{_line_of(path, 'failure-rate-threshold: [10')}:" in problems[0]
+
+
+def test_the_cli_says_bad_input_at_its_line_and_exits_2(tmp_path: Path) -> None:
+    path = _variant(
+        tmp_path, "circuitbreaker.sliding-window-size: [", "circuitbreaker.sliding-windw: ["
+    )
+    result = CliRunner().invoke(app, ["tune", str(path), "--plan"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_latin_hypercube_uses_each_stratum_of_each_axis_once() -> None:
+    sample = Sample(budget=8, seed=3, ranges={"a": [0, 79], "b": [0.0, 1.0], "c": ["1s", "9s"]})
+    points = latin_hypercube(sample, {})
+    assert len(points) == 8
+    assert sorted(p["a"] // 10 for p in points) == list(range(8))  # integers, one per stratum
+    assert sorted(int(p["b"] * 8) for p in points) == list(range(8))
+    assert all(p["c"].endswith("ms") and 1000 <= int(p["c"][:-2]) <= 9000 for p in points)
+    assert latin_hypercube(sample, {}) == points  # seeded
+
+
+def test_paths_reach_dotted_keys_and_list_items() -> None:
+    build = {
+        "properties": {"pg.base-url": "x", "resilience4j": {"a": {"b": 1}}},
+        "command": ["n", "s", "5"],
+    }
+    assert get_path(build, "properties.pg.base-url") == "x"
+    assert (
+        get_path(set_path(build, "properties.resilience4j.a.b", 2), "properties.resilience4j.a.b")
+        == 2
+    )
+    assert set_path(build, "command.2", "7")["command"] == ["n", "s", "7"]
+    assert build["command"][2] == "5"  # a copy
+
+
+def test_names_and_phase_cuts() -> None:
+    assert abbreviation(f"{CB}.wait-duration-in-open-state") == "wdios"
+    assert abbreviation("env.ERROR_THRESHOLD") == "et"
+    assert abbreviation("env.resetTimeout") == "rt"
+    assert cut_to_phase("payments.success_pct[calm] >= 50")
+    assert not cut_to_phase("blocked_pct_healthy <= 25")
+
+
+def test_a_grid_of_thousands_is_refused_before_it_is_made(tmp_path: Path) -> None:
+    values = ", ".join(str(v) for v in range(1, 101))
+    path = _variant(
+        tmp_path, "sliding-window-size: [10, 20, 60]", f"sliding-window-size: [{values}]"
+    )
+    text = path.read_text().replace(
+        "failure-rate-threshold: [25, 90]", f"failure-rate-threshold: [{values}]"
+    )
+    path.write_text(text)
+    problems = _problems(path)
+    assert len(problems) == 1 and "10,001 candidates; a sweep has at most 1,000" in problems[0]
+
+
+def test_the_seed_sweeps_are_plans() -> None:
+    seed4 = load_plan(ROOT / "scenarios/seeds/004-thresholds-sweep.yaml")
+    assert [c.name for c in seed4.candidates][:4] == ["rate-based", "naive", "probe-1", "probe-5"]
+    assert len(seed4.candidates) == 8
+    seed0 = load_plan(ROOT / "scenarios/seeds/000-pg-timeout-sweep.yaml")
+    assert len(seed0.candidates) == 9 and seed0.candidates[0].current
+    base = seed0.candidate("after").build
+    assert base["resilience4j"]["retry"] == {"max-attempts": 2, "wait-duration": "100ms"}
+
+
+def test_a_screen_the_simulator_cannot_make_is_refused_before_a_tune_folder(
+    tmp_path: Path,
+) -> None:
+    """``--screen`` on what the model refuses (here a gateway with finite capacity): exit 2
+    saying why, and nothing written under --results (no tune folder left half made)."""
+    sweep = ROOT / "scenarios" / "ci" / "tune-short.yaml"
+    text = sweep.read_text().replace(
+        "pg:\n", "pg:\n  capacity: {concurrency: 10, service: {delay: 20ms}}\n", 1
+    )
+    scenario = tmp_path / "capacity-sweep.yaml"
+    scenario.write_text(text)
+    results = tmp_path / "results"
+    done = CliRunner().invoke(app, ["tune", str(scenario), "--screen", "--results", str(results)])
+    assert done.exit_code == 2, done.output
+    assert "pg.capacity" in done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit)  # no traceback
+    assert not results.exists() or not any(results.rglob("*"))
