@@ -60,13 +60,19 @@ pg:
 builds:
 """
 
-# opossum settings small enough for a 10 s run: open after 5 calls, probe after 2 s.
+# opossum settings small enough for a 10 s run: open once half of the last 2 s
+# failed (at least 5 calls), probe after 2 s. With opossum's default 10 s window
+# the 5 s of warmup and baseline successes kept the breaker shut until about
+# 5 s into the 5 s outage: on a loaded machine it opened too late to refuse
+# anything (a CI failure).
 NODE_ENV = """\
       PG_URL: "{pg_url}"
       PROFILE: after
       CB_VOLUME_THRESHOLD: 5
       CB_TIMEOUT_MS: 300
       CB_RESET_TIMEOUT_MS: 2000
+      CB_ROLLING_COUNT_TIMEOUT_MS: 2000
+      CB_ROLLING_COUNT_BUCKETS: 2
 """
 
 
