@@ -103,6 +103,21 @@ def fail_input(exc: InputError) -> typer.Exit:
     return typer.Exit(EXIT_INPUT)
 
 
+def refuse_repeated_builds(build: list[str] | None) -> None:
+    """``--build X --build X`` is bad input for every command that takes builds: said once,
+    up front, before a folder is made (a run would make X's folder twice)."""
+    given = build or []
+    repeated = sorted({b for b in given if given.count(b) > 1})
+    if repeated:
+        raise fail_input(
+            InputError(
+                f"build {repeated[0]!r} is given twice with --build; give each build once"
+                if len(repeated) == 1
+                else f"builds {repeated} are given more than once with --build; give each once"
+            )
+        )
+
+
 def fail_run(exc: RunError) -> typer.Exit:
     err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
     return typer.Exit(EXIT_RUN)

@@ -20,6 +20,7 @@ from harness.cli._app import (
     err,
     fail_input,
     fail_run,
+    refuse_repeated_builds,
     write_output,
 )
 from harness.core.errors import InputError, RunError
@@ -174,6 +175,7 @@ def compare(
     from harness.report.compare import compare_runs, load_report, rich_tables, unrelated
     from harness.report.compare import markdown as to_markdown
 
+    refuse_repeated_builds(build)
     try:
         report_a = load_report(run_a)
         report_b = load_report(run_b) if run_b is not None else None

@@ -28,6 +28,7 @@ from harness.cli._app import (
     fail_input,
     fail_run,
     raise_interrupt,
+    refuse_repeated_builds,
 )
 from harness.core.errors import HarnessError, InputError, RunError
 from harness.scenario.loader import load_scenario
@@ -165,15 +166,7 @@ def run(
         loaded = load_scenario(scenario, check_folders=True)
     except InputError as exc:
         raise fail_input(exc) from None
-    repeated = sorted({b for b in build or [] if (build or []).count(b) > 1})
-    if repeated:
-        raise fail_input(
-            InputError(
-                f"build {repeated[0]!r} is given twice with --build; give each build once"
-                if len(repeated) == 1
-                else f"builds {repeated} are given more than once with --build; give each once"
-            )
-        )
+    refuse_repeated_builds(build)
     unknown = sorted(set(build or []) - set(loaded.scenario.builds))
     if unknown:
         raise fail_input(

@@ -10,7 +10,16 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from harness.cli._app import EXIT_OK, ScenarioArg, app, console, err, fail_input, fail_run
+from harness.cli._app import (
+    EXIT_OK,
+    ScenarioArg,
+    app,
+    console,
+    err,
+    fail_input,
+    fail_run,
+    refuse_repeated_builds,
+)
 from harness.core.errors import HarnessError, InputError, RunError
 from harness.scenario.loader import load_scenario
 
@@ -34,6 +43,7 @@ def simulate(
         loaded = load_scenario(scenario, check_folders=False)
     except InputError as exc:
         raise fail_input(exc) from None
+    refuse_repeated_builds(build)
     # Imported here: the model pulls in pandas, which `--help` does not need.
     from harness.cli.results import render_report
     from harness.simulate import modelled, simulate_run
