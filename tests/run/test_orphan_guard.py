@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from harness.run.orphan_guard import GRACE_S
-from harness.run.processes import ProcessGroup, guarded
+from harness.run.processes import ProcessGroup, guarded, signal_group
 from tests.conftest import leftover_processes
 
 GRANDCHILDREN = "sleep 60 & (trap '' TERM; sleep 60) & sleep 60"
@@ -109,3 +109,18 @@ def test_the_guard_leads_a_group_of_its_own_even_if_started_without_one() -> Non
         os.close(watch_end)
         os.close(lifeline)
     assert done.returncode == 4
+
+
+def test_a_stop_before_the_guard_has_its_own_group_still_reaches_the_process() -> None:
+    """The state between the guard's fork and its ``setsid``, held open: a process in the
+    caller's group, with no group of its own. ``killpg`` on its pid finds nothing; the stop
+    must reach the process all the same (it found no group and signalled nothing, and a
+    Ctrl-C just after a start waited for ever: two CI failures)."""
+    popen = subprocess.Popen(["sleep", "60"])  # no start_new_session: no group of its own
+    try:
+        assert os.getpgid(popen.pid) == os.getpgrp() != popen.pid
+        signal_group(popen, signal.SIGTERM)
+        assert popen.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        popen.kill()
+        popen.wait()
