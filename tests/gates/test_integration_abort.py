@@ -81,7 +81,9 @@ def test_a_build_past_an_abort_gate_stops_after_its_phase_and_the_next_runs(
         samples = pd.read_parquet(run_dir / build / "samples.parquet")
         return float(samples["intended_start"].max()) - manifest["builds"][build]["t0"]
 
-    assert last_intended("patient") < abort["at_s"] + 0.5  # the load stopped there
+    # the load stopped there (within the final scrape's two reads, 1 s each at most, that
+    # come before the generator is told to stop; unstopped it would run to 24 s)
+    assert last_intended("patient") < abort["at_s"] + 2.0
     assert last_intended("quick") > 23.0  # the build that passed ran to the end
     report = json.loads((run_dir / "report.json").read_text())
     built = report["builds"]["patient"]

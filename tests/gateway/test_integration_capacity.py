@@ -49,6 +49,11 @@ class Gateway:
         self.url = self.server.url
         # one call first, so no first-call cost of the process lands in a measured wait
         httpx.post(f"{self.url}/v1/payments/approve", headers={"Idempotency-Key": "warm"}, json={})
+        # the time line starts now, as the orchestrator starts it once the gateway is up: a
+        # slow start on a loaded machine must not eat into the phases a test aims at
+        self.t0 = time.time()
+        started = httpx.post(f"{self.url}/__admin/start", json={"t0": self.t0}, timeout=5)
+        assert started.status_code == 200, started.text
 
     def metric(self, name: str, **labels: str) -> float:
         return self.server.metric(name, **labels)
@@ -205,15 +210,16 @@ def test_queue_limit_and_queue_timeout_refuse_with_the_full_status(
     gateway = _start(
         gateways,
         tmp_path,
-        "{concurrency: 1, queue-limit: 2, queue-timeout: 150ms, full-status: 429, "
-        "service: {delay: 100ms}}",
+        "{concurrency: 1, queue-limit: 2, queue-timeout: 300ms, full-status: 429, "
+        "service: {delay: 200ms}}",
     )
     answers = asyncio.run(_send(gateway.url, [0.0, 0.01, 0.02, 0.03, 0.04]))
     statuses = [status for status, _ in answers]
     assert statuses == [200, 200, 429, 429, 429]
     full = [seconds for status, seconds in answers[3:]]
-    assert max(full) < 0.05  # refused at once: the queue was full
-    assert 0.14 < answers[2][1] < 0.2  # refused at its queue timeout
+    assert max(full) < 0.1  # refused at once (not at the 0.3 s timeout): the queue was full
+    # refused at its queue timeout (it would be let in at 0.4 s, after the two before it)
+    assert 0.29 < answers[2][1] < 0.4
     assert gateway.metric("pg_capacity_rejected_total", reason="queue-full") == 2
     assert gateway.metric("pg_capacity_rejected_total", reason="queue-timeout") == 1
     rows = gateway.ledger()
@@ -244,13 +250,15 @@ def test_a_brownout_narrows_the_slots_and_its_end_lets_the_queue_in(
     # one slot in the dip: one call after the other, 100 ms each (8 if they all came at 4.2 s)
     dip = [s for s in starts if s < 4.995]
     assert 5 <= len(dip) <= 8, starts
-    assert all(abs(b - a - 0.100) < TOLERANCE_S for a, b in zip(dip, dip[1:], strict=False))
+    # (each edge within LATE_S, the loop's wake-up on a loaded machine: a slot too many or
+    # too few moves an edge by 0 or 100 ms)
+    assert all(abs(b - a - 0.100) < LATE_S for a, b in zip(dip, dip[1:], strict=False))
     # at its end three more slots: three of the queue at once, the last when one frees
     after = starts[len(dip) :]
-    assert all(abs(s - 5.0) < 0.02 for s in after[:3]), after
-    assert abs(after[3] - (dip[-1] + 0.100)) < TOLERANCE_S, after
+    assert all(abs(s - 5.0) < LATE_S for s in after[:3]), after
+    assert abs(after[3] - (dip[-1] + 0.100)) < LATE_S, after
     assert (rows["phase"] == "dip").all()  # all arrived in the dip: the queue outlived it
-    assert ((rows["service_s"] - 0.100).abs() < TOLERANCE_S).all()
+    assert ((rows["service_s"] - 0.100).abs() < LATE_S).all()
 
 
 def test_a_latency_fault_lengthens_the_service_and_holds_the_slot(

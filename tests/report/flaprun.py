@@ -6,7 +6,9 @@ during the 11 s outage (1.5 s of every 3 s): ``one`` (one process) and
 failed calls, waits 1.5 s, lets one probe through once the blip is over, the
 probe succeeds and the breaker closes, until the next blip opens it again:
 it leaves closed about every 3 s, on each replica by itself. Scraped every
-250 ms, so every closed spell between two opens is seen. The scenario's
+500 ms, so every closed spell between two opens (1 s at the shortest) is seen at least
+twice, and a stall of the orchestrator under 1.5 s (three intervals: a scrape gap beyond
+that makes the breaker's figures "not measured") leaves the figures measured. The scenario's
 gates carry ``seed:``, one false on purpose, so the run exits 1 (a gate
 failed) with its report written: what ``make seeds`` meets.
 
@@ -46,7 +48,7 @@ description: A breaker that flaps through an outage, alone and as 2 replicas.
 seed: 7
 warmup: 2s
 duration: 14s
-metrics: {{interval: 250ms}}
+metrics: {{interval: 500ms}}
 traffic:
   payments:
     method: POST

@@ -85,16 +85,16 @@ def _run(tmp_path: Path, build: str) -> tuple[Path, dict[str, Any], str]:
     return run_dir, manifest["builds"]["busy"], manifest["run_id"]
 
 
-def _cap_record(info: dict[str, Any]) -> dict[str, Any]:
+def _cap_record(info: dict[str, Any], slack_s: float = 0.3) -> dict[str, Any]:
     (cap,) = info["caps"]
     assert isinstance(cap, dict)
     t0 = info["t0"]
     assert cap["phase"] == "squeeze" and cap["cpus"] == CAP_CPUS
     assert cap["memory_bytes"] == 512 * 1024**2
-    # On the phase clock: applied and lifted within 0.3 s of t0 + the phase's edges.
+    # On the phase clock: applied and lifted within ``slack_s`` of t0 + the phase's edges.
     assert cap["due_at"] == pytest.approx(t0 + CAP_START_S)
-    assert CAP_START_S <= cap["applied_at_s"] < CAP_START_S + 0.3
-    assert CAP_END_S <= cap["lifted_at_s"] < CAP_END_S + 0.3
+    assert CAP_START_S <= cap["applied_at_s"] < CAP_START_S + slack_s
+    assert CAP_END_S <= cap["lifted_at_s"] < CAP_END_S + slack_s
     assert "error" not in cap
     return cap
 
@@ -141,7 +141,9 @@ def test_a_command_build_capped_for_a_phase_by_its_cgroup(tmp_path: Path) -> Non
 def test_a_docker_build_capped_live_by_the_engine(tmp_path: Path) -> None:
     assert ENGINE_PROBLEM is None
     run_dir, info, _ = _run(tmp_path, DOCKER)
-    cap = _cap_record(info)
+    # 1 s: each edge is four Engine round trips, the last through runc (the CPU windows
+    # below skip 1.5 s after each edge)
+    cap = _cap_record(info, slack_s=1.0)
     assert cap["by"] == f"docker update of container {info['container']}"
     assert "no CPU quota" in cap["lifted_to"] and "Engine's whole memory" in cap["lifted_to"]
     metrics = pd.read_parquet(run_dir / "busy" / "metrics.parquet")

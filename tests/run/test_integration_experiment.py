@@ -57,7 +57,7 @@ def test_breaker_contains_a_hung_gateway(short_run: Path) -> None:
             stats = build["endpoints"][name]
             # Open model: the rate is held however slow the target gets.
             assert abs(stats["achieved_rps"] - offered) / offered <= 0.01, stats
-            assert stats["max_lateness_s"] < 0.2
+            assert stats["max_lateness_s"] < 0.5  # the run-validity bound (LATE_WARN_S)
 
     prod_before = before["endpoints"]["products"]["latency_s"]
     prod_after = after["endpoints"]["products"]["latency_s"]

@@ -105,10 +105,15 @@ def test_faults_land_where_the_schedule_puts_them(incident_run: Path) -> None:
     assert len(between) > 5 and not between["fault"].str.contains("timeout").any()
     # The ramp: the gateway's time to answer grows with time through the brownout.
     brown = ledger[(ledger["phase"] == "brownout") & ~ledger["client_gone"]]
-    assert np.corrcoef(brown["t"], brown["duration_s"])[0, 1] > 0.9
-    early = brown[brown["t"] < 2.5]["duration_s"].median()
+    # Most calls are answered within 50 ms of the ramp's delay at their arrival (20 ms at
+    # 2 s, 600 ms at 6 s); a few may be late by a stall of the loaded machine's loop.
+    ramp = 0.020 + (0.600 - 0.020) * (brown["t"] - 2.0) / 4.0
+    on_ramp = ((brown["duration_s"] - ramp).abs() < 0.05).mean()
+    assert on_ramp >= 0.8, list(zip(brown["t"], brown["duration_s"], strict=True))
+    assert np.corrcoef(brown["t"], brown["duration_s"])[0, 1] > 0.8
+    early = brown[brown["t"] < 3.0]["duration_s"].median()
     late = brown[brown["t"] > 5.5]["duration_s"].median()
-    assert early < 0.15 and late > 0.45
+    assert early < 0.2 and late > 0.45
     flaky = ledger[ledger["phase"] == "flaky"]
     assert {402, 502, 503, 200} <= set(flaky["status"])
 

@@ -134,7 +134,7 @@ def test_three_workers_pass_the_scenarios_gates(tmp_path: Path) -> None:
         for name, offered in (("payments", 8), ("products", 4)):
             stats = report["builds"][build]["endpoints"][name]
             assert abs(stats["achieved_rps"] - offered) / offered <= 0.01, stats
-            assert stats["max_lateness_s"] < 0.2
+            assert stats["max_lateness_s"] < 0.5  # the run-validity bound (LATE_WARN_S)
     assert leftover_processes(_manifest(run_dir)["run_id"]) == []
 
 
@@ -188,7 +188,8 @@ def test_a_ramp_of_poisson_arrivals_follows_its_stages(tmp_path: Path) -> None:
         achieved = ((sent >= start) & (sent < end)).sum() / (end - start)
         meant = ((planned >= start) & (planned < end)).sum() / (end - start)
         assert abs(achieved - offered) <= 0.05 * offered, (start, end, achieved, offered)
-        assert abs(achieved - meant) <= 0.01 * meant, (start, end, achieved, meant)  # on time
+        # on time: a mean lateness of 0.1 s at a 400/s edge moves 2% across it
+        assert abs(achieved - meant) <= 0.02 * meant, (start, end, achieved, meant)
     report = json.loads((run_dir / "report.json").read_text())
     assert report["endpoints"]["products"]["shape"] == "stages 100 -> 500 -> 500 -> 200/s, poisson"
     assert report["builds"]["tiny"]["endpoints"]["products"]["offered_rps"] == pytest.approx(

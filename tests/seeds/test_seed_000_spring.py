@@ -128,7 +128,7 @@ def with_warm_up(spring: dict[str, Any], shop: dict[str, Any]) -> dict[str, Any]
 @pytest.mark.usefixtures("spring_jar")
 def test_short_spring_seed_000_gates_pass_and_fail_without_the_breaker(tmp_path: Path) -> None:
     # 1. The seed's claims hold at CI scale on the real jar.
-    run_dir, report = run_with_passing_gates(SHORT, tmp_path, min_gates=7, timeout=420)
+    run_dir, report = run_with_passing_gates(SHORT, tmp_path, min_gates=7, timeout=900)
     assert report["builds"]["after"]["breaker"]["blocked_total"] > 0
     assert report["builds"]["before"]["workers"]["busy_max_fault"] == 16  # Tomcat's threads
     assert_nothing_left(run_dir)

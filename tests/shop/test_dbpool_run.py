@@ -37,7 +37,7 @@ builds:
     db-pool: {maximum-pool-size: 1, query-time: 100ms, connection-timeout: 400ms}
 gates:
   - "pooled.products.p50 >= 0.1s"
-  - "pooled.products.p95 >= 3 * nopool.products.p95"
+  - "pooled.products.p50 >= 3 * nopool.products.p50"
   - "nopool.products.success_pct == 100"
   - "pooled.products.success_pct < 100"
   - "pooled.db_pending.max[healthy] >= 2"

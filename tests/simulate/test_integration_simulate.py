@@ -8,7 +8,9 @@ simulation (about a second) in a full run, ~70 s alone. The folder's own
 must agree within the tolerances below (docs/simulate.md gives the error the benchmark
 measured over more candidates):
 
-- protected p99 (product reads in the outage): 0.1 s or 25 %;
+- protected p99 (product reads in the outage): 0.2 s or 25 % (the benchmark's largest error
+  was 0.091 s; a read or two sent late by a stalled generator on a loaded machine moves the
+  measured p99 of ~70 reads by more, and a model that got the protection wrong is seconds off);
 - blocked calls/s: 1/s or 15 %;
 - busy workers (mean in the outage): 1.5 threads or 20 %;
 - time to open: 1.5 s (the scrape interval is 1 s: each side reads the state once a second).
@@ -27,7 +29,7 @@ from harness.simulate.accuracy import errors
 pytestmark = pytest.mark.integration
 
 TOLERANCE = {
-    "protected_p99_s": (0.1, 0.25),
+    "protected_p99_s": (0.2, 0.25),
     "blocked_per_s": (1.0, 0.15),
     "busy_workers": (1.5, 0.20),
     "time_to_open_s": (1.5, 0.0),

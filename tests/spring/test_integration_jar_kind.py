@@ -59,6 +59,7 @@ builds:
   retry-only:
     jar: {jar}
     java-options: [-Xmx512m]
+    health: {{timeout: 300s}}       # a JVM on a loaded 2-core machine took over 120 s to start
     properties: &common
       pg.base-url: "{{pg_url}}"
       shop.resilience: retry-only
@@ -89,6 +90,7 @@ builds:
   breaker:
     jar: {jar}
     java-options: [-Xmx512m]
+    health: {{timeout: 300s}}
     properties:
       <<: *common
       shop.resilience: retry-circuit-breaker
@@ -96,7 +98,7 @@ builds:
 """
 
 
-def _harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )

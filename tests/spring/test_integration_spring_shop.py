@@ -33,7 +33,9 @@ DURATION_S = 25.0
 # compiled the request path; 15 s is twice that, so no cold-JVM latency is measured.
 # The outage: the gateway hangs for 10 s and the client gives up after 1 s, twice (Retry's
 # max-attempts 2): a retry-only payment holds its thread ~2.1 s, ~42 at 20/s. The breaker
-# opens after its 10 calls, waits 3 s (instead of the seed's 10 s) so it probes within the run.
+# opens after its 10 calls, waits 3 s (instead of the seed's 10 s) so it probes within the run;
+# its client gives up after 3 s, so each half-open spell (its trial calls hang in the outage)
+# outlasts a scrape interval and is read (at 1 s the spells were ~1.15 s against 2 s scrapes).
 # Scrapes every 2 s: the scraper waits one interval for an answer, and a JVM starved of CPU
 # (a loaded 2-core machine) took over 1 s to render /actuator/prometheus.
 SCENARIO = """\
@@ -66,7 +68,8 @@ builds:
     metrics: {{preset: spring-boot, path: /actuator/prometheus}}
   breaker:
     command: [{java}, -jar, {jar}, {common}, --shop.resilience=retry-circuit-breaker,
-              --resilience4j.circuitbreaker.instances.pgClient.wait-duration-in-open-state=3s]
+              --resilience4j.circuitbreaker.instances.pgClient.wait-duration-in-open-state=3s,
+              --spring.cloud.openfeign.client.config.pgClient.read-timeout=3000]
     health: {{timeout: 300s}}
     metrics: {{preset: spring-boot, path: /actuator/prometheus}}
   pool:
@@ -258,8 +261,10 @@ def test_busy_workers_are_tomcat_s_and_match_the_requests_in_flight(run: Run) ->
 
     busy = off("tomcat_threads_busy_threads")
     assert len(busy) >= 10
-    # Most scrapes within 3 (the scrape and the samples' clocks are read apart), all within 8.
-    assert busy[len(busy) // 2] <= 3 and busy[-1] <= 8, busy
+    # Most scrapes within 3 (the scrape and the samples' clocks are read apart), all within 20
+    # (in the outage's first 2 s the count grows by 20/s: a render that took 1 s on a loaded
+    # machine reads a second of arrivals apart from the samples' instant).
+    assert busy[len(busy) // 2] <= 3 and busy[-1] <= 20, busy
     started = off("tomcat_threads_current_threads")
     assert started[len(started) // 2] > 3, started  # the wrong series fails the same bound
 
@@ -282,10 +287,11 @@ def test_breaker_states_read_live_through_the_outage(run: Run) -> None:
     opened = current[current["labels"].map(lambda labels: labels["state"]) == "open"]
     samples = run.samples("breaker")
     refused = samples[samples["outcome"] == "not_permitted"]
-    first_open, first_refused = opened["t"].min(), refused["actual_start"].min()
+    first_open, first_refused = opened["t"].min(), refused["end"].min()
     # The first scrape reading open is the first after the breaker opened: within one
-    # interval (2 s, and the scrape's own time) of the first refused payment, never before it.
-    assert -0.5 <= first_open - first_refused <= 3.0, (first_open, first_refused)
+    # interval (2 s, and the scrape's own time) of the first refusal's answer, and not
+    # before it by more than a render's time (half-open read as open would be 3 s later).
+    assert -1.0 <= first_open - first_refused <= 2.5, (first_open, first_refused)
 
 
 def test_a_service_without_tomcat_s_mbean_registry_says_which_property(run: Run) -> None:
