@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import httpx
@@ -39,6 +39,17 @@ def leftover_processes(run_id: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` s pass: a state a process reaches
+    in its own time, never a fixed sleep (a loaded machine outlasts it); whether it held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
 
 
 def harness_cmd(*args: str) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ROOT, pg_scenario
+from tests.conftest import ROOT, pg_scenario, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -129,15 +129,6 @@ def status_of(answer: bytes) -> int:
 
 def body_of(answer: bytes) -> Any:
     return json.loads(answer.partition(b"\r\n\r\n")[2])
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 # ---------------------------------------------------------------- issue 12, item 1

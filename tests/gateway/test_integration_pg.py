@@ -41,7 +41,7 @@ from targets.shop.resilience import (
     Retry,
     RetryConfig,
 )
-from tests.conftest import ROOT, PgServer, harness_cmd, pg_scenario
+from tests.conftest import ROOT, PgServer, harness_cmd, pg_scenario, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -601,16 +601,6 @@ def test_admin_api_overrides_every_call_until_reset(
         assert pay(c, "a").json()["attempt"] == 1
 
 
-def _wait_listening(client: httpx.Client, g: PgProcess, listening: bool) -> None:
-    """Until the control listener says the payment listener is (or is not) open: the steer
-    task closes and reopens it after the admin call returns (5 s at most)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if client.get(f"{g.control_url}/__admin/status").json()["listening"] is listening:
-            return
-        time.sleep(0.02)
-
-
 def test_admin_refuse_needs_and_uses_the_control_listener(
     tmp_path: Path, gateways: list[PgProcess]
 ) -> None:
@@ -618,16 +608,21 @@ def test_admin_refuse_needs_and_uses_the_control_listener(
     gateways.append(g)
     g.wait_ready()
     with httpx.Client(timeout=2) as c:
+
+        def listening() -> bool:
+            return bool(c.get(f"{g.control_url}/__admin/status").json()["listening"])
+
         assert _approved(
             c.post(f"{g.url}/v1/payments/approve", headers={"Idempotency-Key": "x"}, json={})
         )
         assert c.put(f"{g.control_url}/__admin/fault", json={"type": "refuse"}).status_code == 200
-        _wait_listening(c, g, False)
+        # the steer task closes and reopens the listener after the admin call returns
+        wait_for(lambda: not listening())
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{g.url}/health", timeout=2)
         assert c.get(f"{g.control_url}/__admin/status").json()["listening"] is False
         assert c.post(f"{g.control_url}/__admin/reset").status_code == 200
-        _wait_listening(c, g, True)
+        wait_for(listening)
         assert httpx.get(f"{g.url}/health", timeout=2).status_code == 200
         # The control listener never serves payments.
         assert c.post(f"{g.control_url}/v1/payments/approve", json={}).status_code == 404

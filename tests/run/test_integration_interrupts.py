@@ -26,6 +26,7 @@ import pytest
 
 from harness.load.plan import idempotency_key
 from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.scenario_runs import run_harness
 
 pytestmark = pytest.mark.integration
 
@@ -240,13 +241,7 @@ def test_a_process_that_leaves_the_builds_group_does_not_outlive_the_run(tmp_pat
     )
     scenario, results = tmp_path / "daemon.yaml", tmp_path / "results"
     scenario.write_text(text)
-    done = subprocess.run(
-        harness_cmd("run", str(scenario), "--results", str(results)),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_harness(["run", str(scenario), "--results", str(results)], 120)
     assert done.returncode == 0, done.stdout + done.stderr
     (manifest_path,) = results.glob("*/*/manifest.json")
     run_id = json.loads(manifest_path.read_text())["run_id"]

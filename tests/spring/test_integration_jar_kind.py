@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import ROOT, harness_cmd, leftover_processes
+from tests.conftest import leftover_processes
+from tests.scenario_runs import run_harness
 from tests.spring.conftest import needs_java, needs_jdk
 
 pytestmark = [pytest.mark.integration, needs_java, needs_jdk]
@@ -98,12 +99,6 @@ builds:
 """
 
 
-def _harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        harness_cmd(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout
-    )
-
-
 def _only_run(results: Path) -> Path:
     (run_dir,) = [p for p in results.glob("*/*") if p.is_dir()]
     return run_dir
@@ -120,7 +115,7 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory, spring_jar: Path) -> Pa
     scenario = folder / "jar-kind.yaml"
     head = HEAD.format(name="jar-kind", warmup="5s", duration="16s", phases=PHASES)
     scenario.write_text(head + BUILDS.format(jar=spring_jar))
-    done = _harness("run", str(scenario), "--results", str(folder / "results"))
+    done = run_harness(["run", str(scenario), "--results", str(folder / "results")], 900)
     assert done.returncode == 0, done.stdout + done.stderr
     return _only_run(folder / "results")
 
@@ -173,7 +168,9 @@ def test_the_spring_boot_jar_starter_runs(tmp_path: Path, spring_jar: Path) -> N
     """``harness init --preset spring-boot --jar`` as written, its times cut to seconds
     (and one build run) so that the test stays short."""
     scenario = tmp_path / "starter.yaml"
-    written = _harness("init", str(scenario), "--preset", "spring-boot", "--jar", str(spring_jar))
+    written = run_harness(
+        ["init", str(scenario), "--preset", "spring-boot", "--jar", str(spring_jar)], 900
+    )
     assert written.returncode == 0, written.stderr
     text = scenario.read_text()
     for long, short in [
@@ -186,7 +183,9 @@ def test_the_spring_boot_jar_starter_runs(tmp_path: Path, spring_jar: Path) -> N
         assert long in text
         text = text.replace(long, short)
     scenario.write_text(text[: text.index("# Checked after the run")])  # its gates need both
-    done = _harness("run", str(scenario), "--build", "after", "--results", str(tmp_path / "r"))
+    done = run_harness(
+        ["run", str(scenario), "--build", "after", "--results", str(tmp_path / "r")], 900
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     info = _manifest(_only_run(tmp_path / "r"))["builds"]["after"]
     assert (info["status"], info["kind"]) == ("completed", "jar")
@@ -217,7 +216,7 @@ def _tiny(
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(TINY.format(jar=jar, args=json.dumps(args), metrics=metrics))
     started = time.monotonic()
-    done = _harness("run", str(scenario), "--results", str(tmp_path / "results"), timeout=300)
+    done = run_harness(["run", str(scenario), "--results", str(tmp_path / "results")], 300)
     return done, time.monotonic() - started
 
 
@@ -294,7 +293,7 @@ def test_a_failing_maven_build_is_its_log_s_end_before_the_run(tmp_path: Path) -
             "    args: []", "    args: []\n    maven: proj"
         )
     )
-    done = _harness("run", str(scenario), "--results", str(tmp_path / "results"), timeout=300)
+    done = run_harness(["run", str(scenario), "--results", str(tmp_path / "results")], 300)
     assert done.returncode == 3, done.stdout + done.stderr
     error = " ".join(done.stderr.split())
     assert "`mvn -q -B -DskipTests package` in" in error and "failed (exit 1)" in error, error

@@ -9,14 +9,13 @@ brute-force answer over the candidates' own reports, and it is printed as an
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, harness_cmd
-from tests.scenario_runs import assert_nothing_left
+from tests.conftest import ROOT
+from tests.scenario_runs import assert_nothing_left, run_harness
 from tests.spring.conftest import needs_java, spring_jar  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.integration, needs_java, pytest.mark.usefixtures("spring_jar")]
@@ -26,14 +25,7 @@ OPEN_WAIT = {"after": "10s", "open5s": "5s", "open2s": "2s"}
 
 
 def test_a_jar_sweep_hands_each_jvm_its_settings_and_recommends_the_best(tmp_path: Path) -> None:
-    done = subprocess.run(
-        harness_cmd("tune", str(SWEEP), "--results", str(tmp_path)),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
+    done = run_harness(["tune", str(SWEEP), "--results", str(tmp_path)], 1200)
     out = done.stdout + done.stderr
     (folder,) = (tmp_path / "tune-spring-short").glob("tune-*")
     result = json.loads((folder / "tune.json").read_text())

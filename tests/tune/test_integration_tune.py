@@ -7,14 +7,13 @@ minutes (7 candidates simulated in ~25 s, then run for real, ~20 s each)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, harness_cmd
-from tests.scenario_runs import assert_nothing_left
+from tests.conftest import ROOT
+from tests.scenario_runs import assert_nothing_left, run_harness
 
 pytestmark = pytest.mark.integration
 
@@ -34,14 +33,7 @@ def _figures(build: dict[str, Any]) -> tuple[float | None, float, float]:
 
 
 def test_the_tune_recommends_the_brute_force_answer(tmp_path: Path) -> None:
-    done = subprocess.run(
-        harness_cmd("tune", str(CI), "--results", str(tmp_path), "--screen"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = run_harness(["tune", str(CI), "--results", str(tmp_path), "--screen"], 600)
     out = done.stdout + done.stderr
     (folder,) = (tmp_path / "tune-short").glob("tune-*")
     assert (folder / "tune.json").is_file(), out
@@ -82,13 +74,6 @@ def test_the_tune_recommends_the_brute_force_answer(tmp_path: Path) -> None:
     assert by_name["current"]["origin"] == "current"
     assert (folder / "front.png").stat().st_size > 1000
     assert f"recommended: {best}" in done.stdout
-    check = subprocess.run(
-        harness_cmd("tune", "--report", str(folder), "--check", best),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    check = run_harness(["tune", "--report", str(folder), "--check", best], 120)
     on_front = by_name[best]["on_front"]
     assert check.returncode == (0 if on_front else 1), check.stdout + check.stderr
