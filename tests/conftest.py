@@ -11,6 +11,7 @@ cannot silently go wrong when a test is added.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -54,6 +55,13 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
 
 def harness_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "harness", *args]
+
+
+def ignore_sigint() -> None:
+    """``preexec_fn`` of a child started as a script's background job (``cmd &``) or under
+    ``nohup`` is: SIGINT ignored. Python keeps it so unless told otherwise; a command that
+    must stop on Ctrl-C is tested started this way, the case a plain start cannot show."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class PgServer:

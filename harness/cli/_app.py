@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import sys
 from pathlib import Path
 from types import FrameType
@@ -137,3 +138,15 @@ def write_output(path: Path, text: str) -> None:
 
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
+
+
+def stop_on_signals() -> None:
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` in a long command (run, tune, worker).
+
+    Python leaves SIGINT ignored when it starts with it ignored, as every process started in
+    the background of a script (``harness worker &``) or under ``nohup`` does: such a run or
+    worker then never saw its Ctrl-C (a worker kept re-joining for half an hour). A command
+    that holds processes must stop when asked, however it was started.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, raise_interrupt)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,8 +26,8 @@ from harness.cli._app import (
     err,
     fail_input,
     fail_run,
-    raise_interrupt,
     refuse_repeated_builds,
+    stop_on_signals,
 )
 from harness.core.errors import HarnessError, InputError, RunError
 from harness.scenario.loader import load_scenario
@@ -199,7 +198,7 @@ def run(
     # outside them, containers, removed when this run's builds are of such a kind).
     outside = leftovers_of(loaded.scenario.builds.values())
     _print_clean(_clean(results, leftovers=outside), quiet=True)
-    signal.signal(signal.SIGTERM, raise_interrupt)
+    stop_on_signals()
     view, listener = progress_listener()
     try:  # probes the results folder: "cannot write here" before any process starts
         experiment = Experiment(
@@ -367,6 +366,7 @@ def worker(
         raise fail_input(exc) from None
     served = 0
     session: WorkerSession | None = None
+    stop_on_signals()
     try:
         while True:
             err.print(f"worker: joining the master at {host}:{port}", highlight=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,7 +18,7 @@ from harness.cli._app import (
     console,
     err,
     fail_input,
-    raise_interrupt,
+    stop_on_signals,
 )
 from harness.core.errors import HarnessError, InputError, RunError
 
@@ -233,7 +232,7 @@ def _run_names(folder: TuneFolder, plan: Plan, todo: list[str]) -> int:
     from harness.gates.abort import GateAbort, abort_gates
     from harness.run.experiment import Experiment
 
-    signal.signal(signal.SIGTERM, raise_interrupt)
+    stop_on_signals()
     view, listener = progress_listener()
     for batch in plan.batches(todo):
         try:

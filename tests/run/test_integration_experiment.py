@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.conftest import ROOT, harness_cmd, leftover_processes, short_scenario
+from tests.conftest import ROOT, harness_cmd, ignore_sigint, leftover_processes, short_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -101,9 +101,12 @@ def test_breaker_contains_a_hung_gateway(short_run: Path) -> None:
 
 
 def _disturb_run(
-    tmp_path: Path, disturb: Callable[[Path, subprocess.Popen[str]], None]
+    tmp_path: Path,
+    disturb: Callable[[Path, subprocess.Popen[str]], None],
+    sigint_ignored: bool = False,
 ) -> tuple[subprocess.Popen[str], str, str, Path]:
-    """Start a long real run, do ``disturb`` once its load runs, and wait for the exit."""
+    """Start a long real run, do ``disturb`` once its load runs, and wait for the exit;
+    ``sigint_ignored``: started as a script's background job is (``harness run ... &``)."""
     results = tmp_path / "results"
     proc = subprocess.Popen(
         harness_cmd("run", str(short_scenario(tmp_path, "60s", "50s")), "--results", str(results)),
@@ -111,6 +114,7 @@ def _disturb_run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ignore_sigint if sigint_ignored else None,
     )
     try:
         run_dir = _wait_for_load(results, "before")
@@ -124,11 +128,15 @@ def _disturb_run(
 
 
 def test_sigint_stops_everything_and_keeps_results(tmp_path: Path) -> None:
+    """Started with SIGINT ignored (a script's ``harness run ... &``, or a CI job started in
+    the background): the run still stops on it. It did not: Python keeps an inherited
+    SIG_IGN, and the run went on 60 s after its Ctrl-C."""
+
     def interrupt(run_dir: Path, proc: subprocess.Popen[str]) -> None:
         time.sleep(6)
         proc.send_signal(signal.SIGINT)
 
-    proc, out, err, run_dir = _disturb_run(tmp_path, interrupt)
+    proc, out, err, run_dir = _disturb_run(tmp_path, interrupt, sigint_ignored=True)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err
     manifest = _manifest(run_dir)

@@ -25,7 +25,14 @@ import pytest
 
 from harness.run.loadgen import free_port, plan_for
 from harness.scenario.loader import load_scenario
-from tests.conftest import ROOT, SHORT, harness_cmd, leftover_processes
+from tests.conftest import (
+    ROOT,
+    SHORT,
+    harness_cmd,
+    ignore_sigint,
+    leftover_processes,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -252,6 +259,69 @@ builds:
 """
 
 
+def _interrupt(workers: list[subprocess.Popen[str]], timeout_s: float = 30) -> list[str]:
+    """SIGINT each worker and collect its stderr; one still running ``timeout_s`` later is
+    killed (a failed test leaves no worker behind) and fails the test."""
+    for w in workers:
+        w.send_signal(signal.SIGINT)
+    logs, stuck = [], []
+    for w in workers:
+        try:
+            logs.append(w.communicate(timeout=timeout_s)[1])
+        except subprocess.TimeoutExpired:
+            w.kill()
+            logs.append(w.communicate()[1])
+            stuck.append(w.pid)
+    assert not stuck, f"workers {stuck} still running {timeout_s} s after SIGINT: {logs}"
+    return logs
+
+
+def _live_parents() -> dict[int, int]:
+    """Every live (not zombie) process and its parent, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(entry.parent.name)] = int(fields[1])
+    return parents
+
+
+def _descendants(pid: int) -> set[int]:
+    """Live processes under ``pid`` (children, their children...)."""
+    parents = _live_parents()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def test_a_worker_started_in_the_background_stops_on_its_first_sigint() -> None:
+    """``harness worker &`` starts with SIGINT ignored; joining a master that is not there
+    (the state it sat in for half an hour), one SIGINT stops it and its Locust worker, with
+    the interrupted code and a line saying so."""
+    worker = subprocess.Popen(
+        harness_cmd("worker", "--master", f"127.0.0.1:{free_port()}"),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_sigint,
+    )
+    try:
+        # Locust's worker runs under the orphan guard: the guard and Locust are descendants.
+        assert wait_for(lambda: len(_descendants(worker.pid)) >= 2, timeout=60)
+        children = _descendants(worker.pid)
+    finally:
+        (log,) = _interrupt([worker])
+    assert worker.returncode == 130, log
+    assert "worker: interrupted after 0 build(s)" in log, log
+    assert wait_for(lambda: not children & _live_parents().keys(), timeout=10), children
+
+
 def test_workers_started_by_hand_serve_one_build_after_another(tmp_path: Path) -> None:
     (tmp_path / "svc").mkdir()
     shutil.copy(TINY, tmp_path / "svc" / "tiny_service.py")
@@ -272,9 +342,7 @@ def test_workers_started_by_hand_serve_one_build_after_another(tmp_path: Path) -
     try:
         done = _run(scenario, "--workers", "2", "--external-workers", "--master-bind", master)
     finally:
-        for w in workers:
-            w.send_signal(signal.SIGINT)
-        logs = [w.communicate(timeout=30)[1] for w in workers]
+        logs = _interrupt(workers)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"harness worker --master {master}" in done.stderr  # said how to start them
     assert [w.returncode for w in workers] == [130, 130], logs
