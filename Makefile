@@ -2,18 +2,18 @@
 #   make demo   creates .venv, installs harness, runs scenarios/quickstart.yaml
 #   make test   installs what the tests use (Debian packages as root, npm packages, .venv with
 #               the dev tools), runs ruff, mypy, the import contracts and the tests: the unit
-#               tests in parallel, then the integration tests two at a time (a file each)
+#               tests in parallel, then the integration tests in four lanes (tests/lanes.py)
 # and for the edit loop:
 #   make check  ruff, mypy, the import contracts and the unit tests in parallel (no
 #               integration test, nothing installed but .venv; 1-2 minutes on 2 cores)
 # JOBS=N sets the parallel workers of the unit tests (default auto: one per core), and
-# INTEGRATION_JOBS=N those of the integration tests (default 2; 0: one at a time). The
+# INTEGRATION_JOBS=N those of the integration tests (default 4; 0: one at a time). The
 # split and its rule: .ci/pytest-halves.sh, tests/conftest.py, docs/testing.md.
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test check lint full seeds clean node-deps system-deps
+.PHONY: demo test check lint full seeds clean node-deps system-deps durations
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -57,13 +57,18 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/lint-imports
 
 JOBS ?= auto
-INTEGRATION_JOBS ?= 2
+INTEGRATION_JOBS ?= 4
 
 test: lint system-deps node-deps spring-jar
 	PYTEST=$(BIN)/pytest JOBS=$(JOBS) INTEGRATION_JOBS=$(INTEGRATION_JOBS) bash .ci/pytest-halves.sh all
 
 check: lint
 	PYTEST=$(BIN)/pytest JOBS=$(JOBS) bash .ci/pytest-halves.sh unit
+
+# tests/durations.json anew: each integration module's seconds in a full run of the
+# integration half, which the lanes read to start the longest modules first.
+durations: $(VENV)/.dev-installed system-deps node-deps spring-jar
+	$(BIN)/pytest -q -p xdist -n $(INTEGRATION_JOBS) --lanes -m integration --store-durations tests/durations.json
 
 # Debian packages and a local Docker Engine for the integration tests (see the script).
 system-deps:

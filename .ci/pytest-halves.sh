@@ -2,12 +2,13 @@
 # The tests in two halves (`make test`: both; `make check`: the first):
 #   unit         every test not marked integration, in parallel (pytest-xdist, JOBS workers,
 #                default auto: one per core); CPU-bound, so they share the machine well
-#   integration  the tests marked integration, in INTEGRATION_JOBS workers (default 2; 0: in
-#                this process, one at a time), a test file per worker at a time (--dist
-#                loadfile: a module's shared run is made once), the 15 slowest listed. They
-#                start real processes and wait on the clock far more than they use the CPU
-#                (a short before/after run: ~55 s, ~8 s of CPU), so two at once on 2 cores
-#                measured 11m53s against 19m35s one at a time, every test passing
+#   integration  the tests marked integration, in INTEGRATION_JOBS workers (default 4; 0: in
+#                this process, one at a time), laid out by tests/lanes.py (--lanes): a test
+#                module at a time per worker, the longest first (tests/durations.json), the
+#                JVM and Docker modules one at a time while clock-bound ones wait; the 15
+#                slowest listed. They start real processes and wait on the clock far more
+#                than they use the CPU (a short before/after run: ~55 s, ~8 s of CPU): four
+#                lanes took 13m46s against 22m43s for two workers of --dist loadfile
 # Usage: pytest-halves.sh all|unit [pytest arguments for both halves...]
 # `all` runs the integration half even when the unit half failed (every failure is seen),
 # not when it was interrupted (Ctrl-C: pytest's exit 2).
@@ -17,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=${PYTEST:-.venv/bin/pytest}
 JOBS=${JOBS:-auto}
-INTEGRATION_JOBS=${INTEGRATION_JOBS:-2}
+INTEGRATION_JOBS=${INTEGRATION_JOBS:-4}
 what=${1:-all}
 shift || true
 case $what in
@@ -30,7 +31,7 @@ codes=()
 "$PYTEST" -q -p xdist -n "$JOBS" -m 'not integration' "$@"
 codes+=($?)
 if [ "$what" = all ] && [ "${codes[0]}" != 2 ]; then
-  "$PYTEST" -q -p xdist -n "$INTEGRATION_JOBS" --dist loadfile --durations=15 -m integration "$@"
+  "$PYTEST" -q -p xdist -n "$INTEGRATION_JOBS" --lanes --durations=15 -m integration "$@"
   codes+=($?)
 fi
 

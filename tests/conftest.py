@@ -10,6 +10,8 @@ cannot silently go wrong when a test is added.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import signal
 import socket
@@ -23,6 +25,8 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytest_plugins = ["tests.lanes"]  # --lanes: how make test lays out the integration tests
 
 
 def leftover_processes(run_id: str) -> list[int]:
@@ -237,13 +241,47 @@ def short_scenario(tmp_path: Path, duration: str = "21s", outage: str = "18s") -
     return path
 
 
+def once_per_session(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Path]
+) -> Path:
+    """``make(folder)`` once per test session, however many xdist workers ask: the first
+    makes it under a lock, the others wait and read the path it returned (a failure is
+    said to them too, not made again). Under xdist the workers share the session's base
+    folder and ``PYTEST_XDIST_TESTRUNUID``; alone, this is a plain session fixture's body."""
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if uid is None:
+        return make(tmp_path_factory.mktemp(name))
+    folder = tmp_path_factory.getbasetemp().parent / f"{name}-{uid}"
+    folder.mkdir(exist_ok=True)
+    record = folder / "made.json"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if record.exists():
+            made = json.loads(record.read_text())
+            if made["error"]:
+                pytest.fail(f"{name}, made by another worker, failed: {made['error']}")
+            return Path(made["path"])
+        try:
+            path = make(folder / "made")
+        except BaseException as exc:
+            record.write_text(json.dumps({"path": None, "error": str(exc) or repr(exc)}))
+            raise
+        record.write_text(json.dumps({"path": str(path), "error": None}))
+        return path
+
+
 @pytest.fixture(scope="session")
 def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real short experiment through the real CLI, shared by every test that reads a run.
 
-    Real PG server, real target under gunicorn, real Locust; ~70 s, made once per session.
+    Real PG server, real target under gunicorn, real Locust; ~70 s, made once per session
+    (``once_per_session``: one worker makes it, the others read it).
     """
-    tmp = tmp_path_factory.mktemp("short-run")
+    return once_per_session(tmp_path_factory, "short-run", _make_short_run)
+
+
+def _make_short_run(tmp: Path) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
     results = tmp / "results"
     junit = tmp / "gates.xml"
     done = subprocess.run(

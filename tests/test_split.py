@@ -64,7 +64,7 @@ def test_both_halves_run_and_the_exit_is_the_first_failure(
     assert code == expected
     assert calls == [
         "-q -p xdist -n 3 -m not integration -x",
-        "-q -p xdist -n 2 --dist loadfile --durations=15 -m integration -x",
+        "-q -p xdist -n 4 --lanes --durations=15 -m integration -x",
     ]
 
 
@@ -72,7 +72,7 @@ def test_the_integration_workers_are_a_setting(tmp_path: Path) -> None:
     """Two by default (a test file per worker, so a module's shared run is made once);
     ``INTEGRATION_JOBS=0``: one at a time in pytest's own process."""
     _, calls = _halves(tmp_path, "all", 0, 0, env={"INTEGRATION_JOBS": "0"})
-    assert calls[1] == "-q -p xdist -n 0 --dist loadfile --durations=15 -m integration -x"
+    assert calls[1] == "-q -p xdist -n 0 --lanes --durations=15 -m integration -x"
 
 
 def test_an_interrupted_unit_half_stops_there(tmp_path: Path) -> None:
