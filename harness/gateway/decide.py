@@ -19,7 +19,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar, assert_never
 
 from harness.core.fate import fate
 from harness.core.timeline import blip_on, phase_at
@@ -103,6 +103,38 @@ class Action:
 
 
 HEALTHY = Action("respond")
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class ActionHandler(Protocol[T_co]):
+    """How one side carries out an ``Action``, a method per ``ActionKind``: the gateway
+    answering on the wire, the simulator modelling what the client meets. ``dispatch`` is
+    the one match over the kinds, so a kind added to ``ActionKind`` fails the type check
+    there, then in every handler that lacks its method."""
+
+    def respond(self, action: Action) -> T_co: ...
+    def hang(self, action: Action) -> T_co: ...
+    def reset(self, action: Action) -> T_co: ...
+    def malformed(self, action: Action) -> T_co: ...
+    def slow_body(self, action: Action) -> T_co: ...
+
+
+def dispatch(action: Action, handler: ActionHandler[T_co]) -> T_co:
+    """``handler``'s method for ``action.kind``."""
+    match action.kind:
+        case "respond":
+            return handler.respond(action)
+        case "hang":
+            return handler.hang(action)
+        case "reset":
+            return handler.reset(action)
+        case "malformed":
+            return handler.malformed(action)
+        case "slow-body":
+            return handler.slow_body(action)
+        case _:
+            assert_never(action.kind)
 
 
 def sample_delay(

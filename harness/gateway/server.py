@@ -49,6 +49,7 @@ from harness.gateway.decide import (
     catalogue_key,
     decide,
     decide_at,
+    dispatch,
     next_change,
     refusing,
     sample_delay,
@@ -352,21 +353,7 @@ class Gateway:
             wait = HANG_LIMIT_S if action.kind == "hang" else 0.0  # delays were served
         if wait > 0:  # counted from arrival, so reading and deciding are not added
             await self.timer.sleep_until(call.started + wait)
-        if action.kind == "hang":  # waited HANG_LIMIT_S: answer rather than hold the socket forever
-            call.decision = "error"
-            return await self._send(
-                request, call, web.json_response({"error": "gateway timeout"}, status=504)
-            )
-        if action.kind == "reset":
-            call.outcome = "reset"
-            call.dropped = True
-            reset(request.transport)
-            return web.Response()  # never sent: the connection is gone
-        if action.kind == "malformed":
-            return malformed(request, call, self.seed, body)
-        if action.kind == "slow-body":
-            return await slow_body(request, call, body)
-        return await self._send(request, call, self._response(action, call, body))
+        return await dispatch(action, _Answer(self, request, call, body))
 
     def _response(self, action: Action, call: InFlight, body: Any) -> web.Response:
         if action.body is None:
@@ -433,3 +420,32 @@ class Gateway:
                 else (ticket.queue_s, ticket.service_s, call.abandoned, ticket.rejected is not None)
             )
         )
+
+
+class _Answer:
+    """The answer the gateway sends for each kind of action, after its delay was served."""
+
+    def __init__(self, server: Gateway, request: web.Request, call: InFlight, body: Any) -> None:
+        self.server, self.request, self.call, self.body = server, request, call, body
+
+    async def respond(self, action: Action) -> web.StreamResponse:
+        response = self.server._response(action, self.call, self.body)
+        return await self.server._send(self.request, self.call, response)
+
+    async def hang(self, action: Action) -> web.StreamResponse:
+        # Waited HANG_LIMIT_S: answer rather than hold the socket forever.
+        self.call.decision = "error"
+        timeout = web.json_response({"error": "gateway timeout"}, status=504)
+        return await self.server._send(self.request, self.call, timeout)
+
+    async def reset(self, action: Action) -> web.StreamResponse:
+        self.call.outcome = "reset"
+        self.call.dropped = True
+        reset(self.request.transport)
+        return web.Response()  # never sent: the connection is gone
+
+    async def malformed(self, action: Action) -> web.StreamResponse:
+        return malformed(self.request, self.call, self.server.seed, self.body)
+
+    async def slow_body(self, action: Action) -> web.StreamResponse:
+        return await slow_body(self.request, self.call, self.body)

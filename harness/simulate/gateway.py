@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.core.timeline import phase_at
-from harness.gateway.decide import Call, decide_at, refusing
+from harness.gateway.decide import Action, Call, decide_at, dispatch, refusing
 from harness.scenario.schema import Scenario
 from harness.simulate.clock import Clock, ServiceTimes
 from targets.shop.pg_client import PgConnectionError, PgRejected, PgServerError, PgTimeout
@@ -45,6 +45,54 @@ class LedgerRow:
     duration_s: float
     client_gone: bool
     path: str
+
+
+@dataclass(frozen=True)
+class Met:
+    """What the client met: how long the call took, its error (None: a 2xx), the status
+    it read (0: none), and the gateway's decision when the kind overrides the action's."""
+
+    took: float
+    error: BaseException | None
+    status: int
+    decision: str | None = None
+
+
+class _Met:
+    """What the shop's ``PgClient`` meets for each kind of action (``dispatch``)."""
+
+    def __init__(self, service: ServiceTimes, timeout_s: float) -> None:
+        self.service, self.timeout_s = service, timeout_s
+
+    def respond(self, action: Action) -> Met:
+        status = action.status
+        error = (
+            None
+            if status < 400
+            else PgServerError(status)
+            if status >= 500
+            else PgRejected(status, "")
+        )
+        return Met(action.delay_s + self.service(GATEWAY_SERVICE_S), error, status)
+
+    def hang(self, action: Action) -> Met:
+        return Met(self.timeout_s, PgTimeout("ReadTimeout"), 0, "none")
+
+    def reset(self, action: Action) -> Met:
+        return self._broken(action)
+
+    def malformed(self, action: Action) -> Met:
+        return self._broken(action)
+
+    def _broken(self, action: Action) -> Met:
+        took = action.delay_s + self.service(GATEWAY_SERVICE_S)
+        return Met(took, PgConnectionError("ReadError"), 0)
+
+    def slow_body(self, action: Action) -> Met:
+        took = action.delay_s + action.body_duration_s + self.service(GATEWAY_SERVICE_S)
+        if action.body_duration_s / max(action.chunks, 1) >= self.timeout_s:  # a gap too long
+            return Met(action.delay_s + self.timeout_s, PgTimeout("ReadTimeout"), action.status)
+        return Met(took, None, action.status)
 
 
 class Gateway:
@@ -85,31 +133,9 @@ class Gateway:
         decision: str = action.decision
         if path != "/v1/payments/approve" and decision == "approved":
             decision = "served"
-        status = action.status
-        error: BaseException | None
-        if action.kind == "hang":
-            took, error, status, decision = timeout, PgTimeout("ReadTimeout"), 0, "none"
-        elif action.kind in ("reset", "malformed"):
-            took, error, status = (
-                action.delay_s + self.service(GATEWAY_SERVICE_S),
-                PgConnectionError("ReadError"),
-                0,
-            )
-        elif action.kind == "slow-body":
-            gap = action.body_duration_s / max(action.chunks, 1)
-            took = action.delay_s + action.body_duration_s + self.service(GATEWAY_SERVICE_S)
-            error = None
-            if gap >= timeout:
-                took, error = action.delay_s + timeout, PgTimeout("ReadTimeout")
-        else:
-            took = action.delay_s + self.service(GATEWAY_SERVICE_S)
-            error = (
-                None
-                if status < 400
-                else PgServerError(status)
-                if status >= 500
-                else PgRejected(status, "")
-            )
+        met = dispatch(action, _Met(self.service, timeout))
+        took, error, status = met.took, met.error, met.status
+        decision = decision if met.decision is None else met.decision
         gone = took >= timeout
         if gone:
             took, error, status = timeout, PgTimeout("ReadTimeout"), 0
