@@ -9,7 +9,7 @@ image building. So:
 - units start longest first (largest first is the classic bound on the last worker's
   idle tail), by their seconds in ``DURATIONS``; a module not listed there counts
   ``UNLISTED_S``. ``make durations`` writes the file anew from a full run;
-- the modules in ``HEAVY`` (a JVM, or a Docker image built, in each test) run one at a
+- the modules in ``HEAVY`` (a JVM, a Docker image built, 100 ms scrapes) run one at a
   time while clock-bound modules still wait to start, so a JVM shares the machine with
   Python experiments only; once every clock-bound module has started, a worker that
   would idle takes a heavy module too, ``HEAVY_AT_ONCE_AT_THE_END`` at most.
@@ -35,8 +35,13 @@ HEAVY = (
     "tests/seeds/test_seed_000_spring.py",
     "tests/seeds/test_seed_002_spring.py",
     "tests/run/test_integration_docker.py",
+    "tests/seeds/test_seed_004.py",
+    "tests/tune/test_integration_tune.py",
 )
-"""Modules (or folders, ending in ``/``) whose tests start a JVM or build a Docker image."""
+"""Modules (or folders, ending in ``/``) that need the CPU at their own moments: a JVM
+starting, a Docker image building, or scrapes every 100 ms (seed 004's short scenario
+and ``scenarios/ci/tune-short.yaml``: a 0.4 s stall beside a JVM start blanked seed 004's
+figures once, with the other core busy)."""
 
 HEAVY_AT_ONCE_AT_THE_END = 2
 """Heavy modules at once once no clock-bound module waits (one before): two, as two
