@@ -250,14 +250,41 @@ def render_index_md(items: Sequence[IndexEntry], out_dir: Path, title: str) -> s
     return "\n".join(lines) + "\n"
 
 
+MARK = "<!-- written by harness index; the next harness index replaces it -->"
+"""The first line of both pages: a file without it is not ours to replace."""
+
+
 def write_index(items: Sequence[IndexEntry], out: Path, title: str = "Runs") -> list[Path]:
-    """Write ``out`` (HTML) and the Markdown beside it (``.md``); returns both paths."""
+    """Write ``out`` (HTML) and the Markdown beside it (``.md``); returns both paths.
+
+    Either file may be replaced only if an earlier ``harness index`` wrote it (``MARK``):
+    ``--out README.html`` silently replaced the README.md beside it.
+    """
     out_dir = out.parent
     md = out.with_suffix(".md")
+    for path in (out, md):
+        _check_ours(path, out)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise write_error(out_dir, exc) from exc
-    write_text_atomic(out, render_index_html(items, out_dir, title))
-    write_text_atomic(md, render_index_md(items, out_dir, title))
+    write_text_atomic(out, MARK + "\n" + render_index_html(items, out_dir, title))
+    write_text_atomic(md, MARK + "\n" + render_index_md(items, out_dir, title))
     return [out, md]
+
+
+def _check_ours(path: Path, out: Path) -> None:
+    """Refuse to replace a file ``harness index`` did not write."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline().rstrip(b"\r\n")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return  # nothing to replace, or the write fails saying where (exit 3)
+    except OSError as exc:
+        raise InputError(f"--out {out}: {path} cannot be read ({exc.strerror})") from exc
+    if first != MARK.encode():
+        beside = "" if path == out else f" (the Markdown written beside --out {out})"
+        raise InputError(
+            f"--out {out}: {path}{beside} exists and was not written by harness index; "
+            "it would be replaced: choose another --out, or move that file"
+        )

@@ -125,6 +125,20 @@ def test_check_since_and_bad_paths(tmp_path: Path, layout: tuple[Path, Path, Pat
     blocker.write_text("")
     code, output = _index(str(run_dir), "--out", str(blocker / "index.html"))
     assert code == 3 and "cannot" in output
+    # A file the index did not write is never replaced: the Markdown beside --out, or --out.
+    readme = tmp_path / "README.md"
+    readme.write_text("# my project\n")
+    code, output = _index(str(run_dir), "--out", str(tmp_path / "README.html"))
+    assert code == 2 and "README.md (the Markdown written beside --out" in output, output
+    assert readme.read_text() == "# my project\n" and not (tmp_path / "README.html").exists()
+    page = tmp_path / "page.html"
+    page.write_text("<html>mine</html>\n")
+    code, output = _index(str(run_dir), "--out", str(page))
+    assert code == 2 and "was not written by harness index" in output
+    assert page.read_text() == "<html>mine</html>\n"
+    # Its own pages it replaces, run after run.
+    code, output = _index(str(run_dir), "--out", out)
+    assert code == 0 and (tmp_path / "index.md").read_text().startswith("<!-- written by")
 
 
 SEED_SCENARIO = """\
