@@ -1,11 +1,11 @@
 """Shared helpers for tests that start real processes on loopback, and the rule that keeps
 those tests apart from the unit tests.
 
-``make test`` runs the unit tests in parallel (pytest-xdist) and then, serially, the tests
-marked ``integration``: those start real processes (gateway, shop, Locust, nginx, docker,
-node) whose timing a parallel neighbour would disturb. A test that is not marked so and
-still starts one fails, saying to mark it (``_servers_need_the_marker`` below), so the split
-cannot silently go wrong when a test is added.
+``make test`` runs the unit tests in parallel (pytest-xdist) and then, in the lanes of
+``tests/lanes.py``, the tests marked ``integration``: those start real processes (gateway,
+shop, Locust, nginx, docker, node) whose timing a neighbour's load disturbs. A test that is
+not marked so and still starts one fails, saying to mark it (``_servers_need_the_marker``
+below), so the split cannot silently go wrong when a test is added.
 """
 
 from __future__ import annotations
@@ -62,9 +62,10 @@ def harness_cmd(*args: str) -> list[str]:
 
 
 def ignore_sigint() -> None:
-    """``preexec_fn`` of a child started as a script's background job (``cmd &``) or under
-    ``nohup`` is: SIGINT ignored. Python keeps it so unless told otherwise; a command that
-    must stop on Ctrl-C is tested started this way, the case a plain start cannot show."""
+    """A ``preexec_fn``: the child starts with SIGINT ignored, as a script's background job
+    (``cmd &``) or a ``nohup`` one does. Python keeps it ignored unless told otherwise, so a
+    command that must stop on Ctrl-C is tested started this way, the case a plain start
+    cannot show."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -360,9 +361,9 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
 sys.addaudithook(_audit)
 
 
-def _children() -> dict[int, str]:
-    """This process's live children (zombies not counted): pid -> command line."""
-    found = {}
+def live_parents() -> dict[int, int]:
+    """Every live process (zombies not counted) and its parent's PID, from /proc."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -370,11 +371,34 @@ def _children() -> dict[int, str]:
             stat = (entry / "stat").read_text()
             # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
             state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-            if int(ppid) == os.getpid() and state != "Z":
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                found[int(entry.name)] = cmd.strip()
+            if state != "Z":
+                parents[int(entry.name)] = int(ppid)
         except (OSError, ValueError, IndexError):
             continue
+    return parents
+
+
+def descendants(pid: int) -> set[int]:
+    """Live processes under ``pid``: its children, their children, and so on."""
+    parents = live_parents()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _children() -> dict[int, str]:
+    """This process's live children (zombies not counted): pid -> command line."""
+    found = {}
+    for pid, ppid in live_parents().items():
+        if ppid != os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        found[pid] = cmd.decode(errors="replace").strip()
     return found
 
 

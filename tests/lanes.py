@@ -66,11 +66,15 @@ def read_durations(path: Path = DURATIONS) -> dict[str, float]:
     return {str(k): float(v) for k, v in loaded.items()}
 
 
+def expected_s(nodeid: str, durations: dict[str, float]) -> float:
+    """The seconds of the test's module, as measured (``UNLISTED_S`` if it was not)."""
+    return durations.get(module_of(nodeid), UNLISTED_S)
+
+
 def longest_first(nodeids: list[str], durations: dict[str, float]) -> list[str]:
     """The tests in the order their modules should start, the longest module first; within
-    a module, the order collected."""
-    position = {n: i for i, n in enumerate(nodeids)}
-    return sorted(nodeids, key=lambda n: (-durations.get(module_of(n), UNLISTED_S), position[n]))
+    a module, the order collected (the sort is stable)."""
+    return sorted(nodeids, key=lambda n: -expected_s(n, durations))
 
 
 class LaneScheduling(LoadScopeScheduling):
@@ -123,7 +127,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--lanes",
         action="store_true",
-        help="schedule modules whole, the heavy ones in one lane, the longest first",
+        help="schedule modules whole, the longest first, the heavy ones one at a time",
     )
     group.addoption(
         "--store-durations",
@@ -141,9 +145,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LaneScheduli
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.getoption("lanes"):
         return
-    order = longest_first([i.nodeid for i in items], read_durations())
-    index = {nodeid: i for i, nodeid in enumerate(order)}
-    items.sort(key=lambda item: index[item.nodeid])
+    durations = read_durations()
+    items.sort(key=lambda item: -expected_s(item.nodeid, durations))  # as longest_first
 
 
 _measured: dict[str, float] = {}

@@ -58,7 +58,7 @@ class Met:
     decision: str | None = None
 
 
-class _Met:
+class _ClientMeets:
     """What the shop's ``PgClient`` meets for each kind of action (``dispatch``)."""
 
     def __init__(self, service: ServiceTimes, timeout_s: float) -> None:
@@ -133,7 +133,7 @@ class Gateway:
         decision: str = action.decision
         if path != "/v1/payments/approve" and decision == "approved":
             decision = "served"
-        met = dispatch(action, _Met(self.service, timeout))
+        met = dispatch(action, _ClientMeets(self.service, timeout))
         took, error, status = met.took, met.error, met.status
         decision = decision if met.decision is None else met.decision
         gone = took >= timeout

@@ -10,7 +10,7 @@ import pytest
 
 from harness.gateway.decide import Action, ActionHandler, ActionKind, dispatch
 from harness.gateway.server import _Answer
-from harness.simulate.gateway import Met, _Met
+from harness.simulate.gateway import Met, _ClientMeets
 from targets.shop.pg_client import PgConnectionError, PgTimeout
 
 KINDS = get_args(ActionKind)
@@ -35,7 +35,7 @@ def _methods(cls: type) -> set[str]:
     return {n for n, _ in inspect.getmembers(cls, inspect.isfunction) if not n.startswith("_")}
 
 
-@pytest.mark.parametrize("handler", [_Answer, _Met])
+@pytest.mark.parametrize("handler", [_Answer, _ClientMeets])
 def test_each_side_handles_every_kind(handler: type) -> None:
     protocol = {n for n in ActionHandler.__dict__ if not n.startswith("_")}
     assert protocol == {_method(k) for k in KINDS}
@@ -43,7 +43,7 @@ def test_each_side_handles_every_kind(handler: type) -> None:
 
 
 def test_what_the_simulated_client_meets_per_kind() -> None:
-    met = _Met(lambda median: median, timeout_s=1.0)  # type: ignore[arg-type]
+    met = _ClientMeets(lambda median: median, timeout_s=1.0)  # type: ignore[arg-type]
     seen = {kind: dispatch(Action(kind, delay_s=0.1), met) for kind in KINDS}
     assert seen["respond"] == Met(pytest.approx(0.105), None, 200)
     assert seen["hang"].took == 1.0 and isinstance(seen["hang"].error, PgTimeout)

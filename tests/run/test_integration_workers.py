@@ -28,9 +28,11 @@ from harness.scenario.loader import load_scenario
 from tests.conftest import (
     ROOT,
     SHORT,
+    descendants,
     harness_cmd,
     ignore_sigint,
     leftover_processes,
+    live_parents,
     wait_for,
 )
 
@@ -276,29 +278,6 @@ def _interrupt(workers: list[subprocess.Popen[str]], timeout_s: float = 30) -> l
     return logs
 
 
-def _live_parents() -> dict[int, int]:
-    """Every live (not zombie) process and its parent, from /proc."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = entry.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            parents[int(entry.parent.name)] = int(fields[1])
-    return parents
-
-
-def _descendants(pid: int) -> set[int]:
-    """Live processes under ``pid`` (children, their children...)."""
-    parents = _live_parents()
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier}
-        found |= frontier
-    return found
-
-
 def test_a_worker_started_in_the_background_stops_on_its_first_sigint() -> None:
     """``harness worker &`` starts with SIGINT ignored; joining a master that is not there
     (the state it sat in for half an hour), one SIGINT stops it and its Locust worker, with
@@ -313,13 +292,13 @@ def test_a_worker_started_in_the_background_stops_on_its_first_sigint() -> None:
     )
     try:
         # Locust's worker runs under the orphan guard: the guard and Locust are descendants.
-        assert wait_for(lambda: len(_descendants(worker.pid)) >= 2, timeout=60)
-        children = _descendants(worker.pid)
+        assert wait_for(lambda: len(descendants(worker.pid)) >= 2, timeout=60)
+        children = descendants(worker.pid)
     finally:
         (log,) = _interrupt([worker])
     assert worker.returncode == 130, log
     assert "worker: interrupted after 0 build(s)" in log, log
-    assert wait_for(lambda: not children & _live_parents().keys(), timeout=10), children
+    assert wait_for(lambda: not children & live_parents().keys(), timeout=10), children
 
 
 def test_workers_started_by_hand_serve_one_build_after_another(tmp_path: Path) -> None:
