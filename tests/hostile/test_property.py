@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -207,7 +208,9 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         for _ in range(draw(st.integers(0, 3)))
     ]
     return {
-        "name": draw(st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,30}", fullmatch=True)),
+        "name": draw(
+            st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,30}", fullmatch=True).filter(_a_string)
+        ),
         "seed": draw(st.integers(0, 2**63 - 1)),
         "warmup": draw(duration(draw(st.floats(0, 3600)))),
         "duration": total,
@@ -289,6 +292,18 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
         elif op == "wrap":
             container[key] = [container[key]]
     return data
+
+
+YAML12_NOT_A_STRING = re.compile(
+    r"[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?"
+    r"|null|Null|NULL|true|True|TRUE|false|False|FALSE"
+)
+"""Plain scalars the scenario reader (YAML 1.2's core schema) takes for a number, a
+boolean or null, where ``yaml.safe_dump`` (YAML 1.1) writes them unquoted: ``0E0``."""
+
+
+def _a_string(plain: str) -> bool:
+    return YAML12_NOT_A_STRING.fullmatch(plain) is None
 
 
 def _dump(data: Any) -> str:
