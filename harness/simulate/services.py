@@ -1,5 +1,8 @@
 """Which builds the simulator can model, and the shop settings each one stands for.
 
+Each build kind declares how it is modelled (``BuildSettings.simulator_model``);
+``service_of`` has one case per ``SimulatorModel``, checked exhaustive by mypy.
+
 A ``shop`` build is modelled from the very settings the shop reads: the build's block
 as ``harness run`` writes it to ``target.json``, parsed by the shop's own
 ``targets.shop.config.ShopConfig``, so the layers, their order, the Retry's exception
@@ -17,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, assert_never
 
 from pydantic import ValidationError
 
 from harness.core.durations import parse_duration
 from harness.scenario.builds import Build
+from harness.scenario.builds.base import BuildSettings, SimulatorModel
 from harness.scenario.builds.command import CommandBuild
 from harness.scenario.builds.jar import JarBuild
 from harness.scenario.builds.shop import CircuitBreakerSettings, RetrySettings, ShopBuild
@@ -69,31 +73,55 @@ class Service:
     backlog: int
 
 
+_NOT_MODELLED = (
+    "a {kind} build has no model (the simulator models shop builds, jar builds from "
+    "their Resilience4j properties, and command builds of targets/node-gateway)"
+)
+
+_B = TypeVar("_B", bound=BuildSettings)
+
+
 def service_of(name: str, build: Build) -> Service:
-    """The model of build ``name``, or ``NotModelled``."""
-    if isinstance(build, ShopBuild):
-        if build.replicas > 1:
-            raise NotModelled(
-                name, f"replicas: {build.replicas} (a balancer in front) is not modelled"
-            )
-        data = build.model_dump(mode="json", by_alias=True, exclude={"replicas"})
-        return Service(name, "shop", _config(name, data), SHOP_BACKLOG)
-    if isinstance(build, JarBuild):
-        return Service(
-            name, "jar", _config(name, spring_settings(name, build.properties)), TOMCAT_BACKLOG
+    """The model of build ``name``, as its kind declares (``simulator_model``), or
+    ``NotModelled``."""
+    model = type(build).simulator_model
+    match model:
+        case SimulatorModel.SHOP:
+            shop = _declared(build, ShopBuild, model)
+            if shop.replicas > 1:
+                raise NotModelled(
+                    name, f"replicas: {shop.replicas} (a balancer in front) is not modelled"
+                )
+            data = shop.model_dump(mode="json", by_alias=True, exclude={"replicas"})
+            return Service(name, shop.kind, _config(name, data), SHOP_BACKLOG)
+        case SimulatorModel.SPRING_SHOP:
+            jar = _declared(build, JarBuild, model)
+            settings = spring_settings(name, jar.properties)
+            return Service(name, jar.kind, _config(name, settings), TOMCAT_BACKLOG)
+        case SimulatorModel.NODE_GATEWAY:
+            command = _declared(build, CommandBuild, model)
+            if not _is_node_gateway(command):
+                raise NotModelled(name, _NOT_MODELLED.format(kind=command.kind))
+            try:
+                config = node_config(command.env, command.command)
+            except ValueError as exc:
+                raise NotModelled(name, f"its node-gateway settings: {exc}") from None
+            return Service(name, command.kind, config, 0)
+        case SimulatorModel.NONE:
+            raise NotModelled(name, _NOT_MODELLED.format(kind=build.kind))
+        case _:
+            assert_never(model)
+
+
+def _declared(build: BuildSettings, settings: type[_B], model: SimulatorModel) -> _B:
+    """``build`` as the settings ``model`` reads; a kind declaring a model for settings it
+    does not have is the harness's own mistake."""
+    if not isinstance(build, settings):
+        raise TypeError(
+            f"{type(build).__name__} declares simulator_model {model.name}, which models "
+            f"{settings.__name__} builds"
         )
-    if isinstance(build, CommandBuild) and _is_node_gateway(build):
-        try:
-            config = node_config(build.env, build.command)
-        except ValueError as exc:
-            raise NotModelled(name, f"its node-gateway settings: {exc}") from None
-        return Service(name, "command", config, 0)
-    kind = type(build).kind
-    raise NotModelled(
-        name,
-        f"a {kind} build has no model (the simulator models shop builds, jar builds from "
-        "their Resilience4j properties, and command builds of targets/node-gateway)",
-    )
+    return build
 
 
 def _is_node_gateway(build: CommandBuild) -> bool:

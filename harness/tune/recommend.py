@@ -1,20 +1,25 @@
 """The recommended candidate's settings in its target's own language.
 
-A shop build: an ``application.yml`` ``resilience4j:`` block for a Spring service whose
-client instance is ``pgClient`` (the shop's keys are Resilience4j's property names). A jar
-build: its own ``resilience4j`` properties as they would sit in ``application.yml``, and
-any other swept property dotted. A command build: the environment and arguments it starts
-with (an opossum service reads its options from them).
+Each build kind declares its language (``BuildSettings.recommendation``); ``render`` has
+one case per language, checked exhaustive by mypy. ``SHOP_RESILIENCE4J`` (the shop): an
+``application.yml`` ``resilience4j:`` block for a Spring service whose client instance is
+``pgClient`` (the shop's keys are Resilience4j's property names). ``SPRING_PROPERTIES`` (a
+jar): its own ``resilience4j`` properties as they would sit in ``application.yml``, and any
+other swept property dotted. ``ENVIRONMENT`` (a command): the environment and arguments it
+starts with (an opossum service reads its options from them). ``BUILD_KEYS`` (docker, url):
+the swept keys as the build writes them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 import yaml
 
+from harness.scenario.builds import kind_settings
+from harness.scenario.builds.base import Recommendation
 from harness.tune.candidates import Candidate
-from harness.tune.paths import get_path
+from harness.tune.paths import MISSING, get_path
 
 INSTANCE = "pgClient"
 """The Resilience4j instance name of the gateway client (the Spring shop's)."""
@@ -23,13 +28,25 @@ SHOP_ONLY = ("type", "failure-count", "window", "open-duration", "fallback")
 
 
 def recommended_config(candidate: Candidate, axes: list[str]) -> tuple[str, str]:
-    """(language, text): ``yaml`` (application.yml) or ``sh`` (a command's env and argv)."""
+    """(language, text): ``yaml`` (application.yml, the build's keys) or ``sh`` (a command's
+    env and argv), in the language the candidate's kind declares."""
     build = candidate.build
-    if "command" in build:
-        return "sh", _command(build, axes)
-    if "jar" in build:
-        return "yaml", _jar(build, axes)
-    return "yaml", _shop(build)
+    return render(kind_settings(build).recommendation, build, axes)
+
+
+def render(language: Recommendation, build: dict[str, Any], axes: list[str]) -> tuple[str, str]:
+    """``build`` (its swept ``axes``) in ``language``: (highlighting, text)."""
+    match language:
+        case Recommendation.SHOP_RESILIENCE4J:
+            return "yaml", _shop(build)
+        case Recommendation.SPRING_PROPERTIES:
+            return "yaml", _jar(build, axes)
+        case Recommendation.ENVIRONMENT:
+            return "sh", _command(build, axes)
+        case Recommendation.BUILD_KEYS:
+            return "yaml", _build_keys(build, axes)
+        case _:
+            assert_never(language)
 
 
 def _dump(data: Any) -> str:
@@ -68,6 +85,11 @@ def _jar(build: dict[str, Any], axes: list[str]) -> str:
     }
     out.update(dotted)
     return _dump(out)
+
+
+def _build_keys(build: dict[str, Any], axes: list[str]) -> str:
+    swept = {axis: get_path(build, axis) for axis in axes}
+    return _dump({axis: value for axis, value in swept.items() if value is not MISSING})
 
 
 def _command(build: dict[str, Any], axes: list[str]) -> str:

@@ -51,6 +51,7 @@ __all__ = [
     "build_problems",
     "build_tag",
     "folder_problems",
+    "kind_settings",
     "one_kind",
 ]
 
@@ -109,6 +110,14 @@ SETTINGS: tuple[type[BuildSettings], ...] = tuple(
     get_args(variant)[0] for variant in get_args(get_args(Build)[0])
 )
 """Every kind's settings model, read from ``Build``: the one list of them."""
+
+
+def kind_settings(value: Any) -> type[BuildSettings]:
+    """The settings model of a build's kind (``build_kind``: a YAML mapping or a validated
+    build), whose declarations say what the harness can do with it."""
+    kind = build_kind(value)
+    return next(settings for settings in SETTINGS if settings.kind == kind)
+
 
 # ---------------------------------------------------------------- checks beyond one build
 

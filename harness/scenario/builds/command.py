@@ -12,7 +12,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, model_validator
 
-from harness.scenario.builds.base import YamlPath
+from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
 from harness.scenario.builds.service import ServiceBuild
 from harness.scenario.placeholders import Argv, Env, no_placeholders
 
@@ -21,6 +21,8 @@ class CommandBuild(ServiceBuild):
     """A process the harness starts in its own process group and stops at the end."""
 
     kind: ClassVar[str] = "command"
+    recommendation: ClassVar[Recommendation] = Recommendation.ENVIRONMENT
+    simulator_model: ClassVar[SimulatorModel] = SimulatorModel.NODE_GATEWAY
     command: Argv = Field(description="argv list, or a string split like a shell would")
     cwd: Annotated[str, AfterValidator(no_placeholders)] = Field(
         ".", min_length=1, description="working folder, relative to the scenario file's folder"

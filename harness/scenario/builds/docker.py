@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from harness.core.yamlmodel import StrictModel
-from harness.scenario.builds.base import YamlPath
+from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
 from harness.scenario.builds.service import PortChoice, ServiceBuild
 from harness.scenario.placeholders import Argv, Env, as_text, no_placeholders
 
@@ -75,6 +75,8 @@ class DockerBuild(ServiceBuild):
     """A container the harness runs on a Docker Engine, labelled with the run id and removed."""
 
     kind: ClassVar[str] = "docker"
+    recommendation: ClassVar[Recommendation] = Recommendation.BUILD_KEYS
+    simulator_model: ClassVar[SimulatorModel] = SimulatorModel.NONE
     docker: DockerSpec
     port: int | None = Field(
         None, ge=1, le=65535, description="fixed port the service listens on; default: {port}"

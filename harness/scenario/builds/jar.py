@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from harness.core.durations import Duration
-from harness.scenario.builds.base import YamlPath
+from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
 from harness.scenario.builds.service import (
     BuildMetrics,
     Health,
@@ -78,6 +78,8 @@ class JarBuild(ServiceBuild):
     """A Spring Boot jar the harness starts with ``java -jar`` and the build's properties."""
 
     kind: ClassVar[str] = "jar"
+    recommendation: ClassVar[Recommendation] = Recommendation.SPRING_PROPERTIES
+    simulator_model: ClassVar[SimulatorModel] = SimulatorModel.SPRING_SHOP
     jar: Path_ = Field(min_length=1, description="the jar, relative to the scenario file's folder")
     maven: Path_ | None = Field(
         None,

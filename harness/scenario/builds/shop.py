@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from harness.core.durations import Duration, format_duration
 from harness.core.yamlmodel import StrictModel
 from harness.scenario.bounds import MAX_DURATION_S, MAX_REPLICAS, MAX_TIMEOUT_S, MAX_WINDOW
-from harness.scenario.builds.base import BuildSettings
+from harness.scenario.builds.base import BuildSettings, Recommendation, SimulatorModel
 from harness.scenario.builds.resilience import (
     BreakerTypeSettings,
     BulkheadSettings,
@@ -174,6 +174,8 @@ class ShopBuild(BuildSettings):
     """A build of the reference shop (``targets/shop``): its resilience profile and settings."""
 
     kind: ClassVar[str] = "shop"
+    recommendation: ClassVar[Recommendation] = Recommendation.SHOP_RESILIENCE4J
+    simulator_model: ClassVar[SimulatorModel] = SimulatorModel.SHOP
     target: Literal["shop"] = Field("shop", description="the reference target in targets/shop")
     profile: Profile
     workers: int = Field(200, ge=1, le=2000, description="request threads (Tomcat max-threads)")

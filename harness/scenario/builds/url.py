@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, model_validator
 
 from harness.core.net import is_loopback
-from harness.scenario.builds.base import YamlPath
+from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
 from harness.scenario.builds.service import ServiceBuild
 
 
@@ -36,6 +36,8 @@ class UrlBuild(ServiceBuild):
     """A service already running: the harness neither starts nor stops it."""
 
     kind: ClassVar[str] = "url"
+    recommendation: ClassVar[Recommendation] = Recommendation.BUILD_KEYS
+    simulator_model: ClassVar[SimulatorModel] = SimulatorModel.NONE
     cappable: ClassVar[bool] = False  # the harness neither starts nor runs it
     url: HttpUrl = Field(description="base URL the traffic is sent to")
     metrics_url: HttpUrl | None = Field(None, description="default: url + metrics.path")
