@@ -30,13 +30,16 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel
+
 from harness.core.handoff import Handoff
 from harness.core.rates import RateProfile
+from harness.scenario.client_retry import ClientRetry
 
-if TYPE_CHECKING:  # the load generator reads plans, never a scenario
+if TYPE_CHECKING:  # the load generator reads plans (a retry model in them), never a scenario
     from harness.scenario.schema import Scenario
 
-PROTOCOL = 4
+PROTOCOL = 5
 """Version of what the load generator is handed: ``plan.json`` (its ``schema`` says it) and the
 messages between a Locust master and its workers (``harness.load.master``), which carry the
 same plan. One number for both: a plan a worker gets by message is the file's payload."""
@@ -60,46 +63,6 @@ DROPPED = "Dropped"
 requests were all open when it was due (k6's dropped iteration). Its ``end`` is empty."""
 
 Arrivals = Literal["uniform", "poisson"]
-
-
-@dataclass(frozen=True)
-class RetryPlan:
-    """How the client retries one endpoint's failed requests (``traffic.<ep>.retry``)."""
-
-    max_attempts: int
-    backoff_s: float
-    multiplier: float
-    max_backoff_s: float
-    jitter: Literal["full", "equal", "none"] = "full"
-    on: tuple[str, ...] = ("timeout", "5xx", "connection")
-    retry_after: Literal["honour", "ignore"] = "honour"
-
-    def retries(self, status: int, failure: str = "") -> bool:
-        """Whether an attempt that ended so is retried (``status`` 0: no answer, ``failure``
-        then says why: ``failure_of``)."""
-        if status:
-            if status == 429:
-                return "429" in self.on
-            if status == 503 and "503" in self.on:
-                return True
-            return 500 <= status <= 599 and "5xx" in self.on
-        return bool(failure) and failure in self.on
-
-    def wait_s(self, retry: int, rng: random.Random, retry_after_s: float | None = None) -> float:
-        """Seconds before retry ``retry`` (1: the request's second attempt) is due.
-
-        ``min(max_backoff, backoff x multiplier^(retry-1))``, jittered; a ``Retry-After``
-        the answer gave replaces it when honoured (as urllib3's ``Retry`` does), unjittered
-        and uncapped: the run's end bounds it.
-        """
-        if retry_after_s is not None and self.retry_after == "honour":
-            return max(0.0, retry_after_s)
-        b = min(self.max_backoff_s, self.backoff_s * self.multiplier ** (retry - 1))
-        if self.jitter == "full":
-            return rng.uniform(0.0, b)
-        if self.jitter == "equal":
-            return b / 2 + rng.uniform(0.0, b / 2)
-        return b
 
 
 def failure_of(exc: BaseException) -> str:
@@ -145,8 +108,9 @@ class EndpointPlan:
     count: int | None = None
     max_in_flight: int | None = None
     """At most this many requests open at once, all workers together (k6's maxVUs)."""
-    retry: RetryPlan | None = None
-    """The client retries failed requests; None: each request is sent once."""
+    retry: ClientRetry | None = None
+    """The client retries failed requests (the scenario's own model, asked ``retries`` and
+    ``wait_s``); None: each request is sent once."""
 
     def in_flight_limit(self, worker: int, workers: int) -> int | None:
         """Worker ``worker``'s share of ``max_in_flight``, split as the requests are: the
@@ -198,7 +162,7 @@ class LoadPlan:
         return str(path.with_name(f"{path.stem}.{worker}{path.suffix}"))
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self, dict_factory=_json_fields)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LoadPlan:
@@ -211,7 +175,7 @@ class LoadPlan:
                     "knots": tuple(tuple(k) for k in ep.get("knots", ())),
                     "retry": None
                     if ep.get("retry") is None
-                    else RetryPlan(**{**ep["retry"], "on": tuple(ep["retry"]["on"])}),
+                    else ClientRetry.model_validate(ep["retry"]),
                 }
             )
             for name, ep in data.pop("endpoints").items()
@@ -229,6 +193,15 @@ class LoadPlan:
     def read(cls, path: str | Path) -> LoadPlan:
         """The plan in ``plan.json``; ``HandoffError`` when another harness version wrote it."""
         return cls.from_json(LOAD_PLAN.read(path))
+
+
+def _json_fields(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A dataclass's fields as ``asdict`` gives them, a scenario model among them as its
+    YAML keys would write it (``from_json`` validates it back)."""
+    return {
+        k: v.model_dump(mode="json", by_alias=True) if isinstance(v, BaseModel) else v
+        for k, v in items
+    }
 
 
 LOAD_PLAN: Handoff[dict[str, Any]] = Handoff(
@@ -351,17 +324,7 @@ def endpoint_plans(scenario: Scenario) -> dict[str, EndpointPlan]:
             knots=() if e.rate is not None else profile.knots,
             arrivals=e.arrivals,
             max_in_flight=e.max_in_flight,
-            retry=None
-            if e.retry is None
-            else RetryPlan(
-                max_attempts=e.retry.max_attempts,
-                backoff_s=e.retry.backoff,
-                multiplier=e.retry.multiplier,
-                max_backoff_s=e.retry.max_backoff,
-                jitter=e.retry.jitter,
-                on=tuple(e.retry.on),
-                retry_after=e.retry.retry_after,
-            ),
+            retry=e.retry,
             count=poisson_count(scenario.seed, n, profile.total)
             if e.arrivals == "poisson"
             else None,

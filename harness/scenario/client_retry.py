@@ -1,9 +1,16 @@
 """``traffic.<ep>.retry``: the client that retries (the mobile app), as the load generator
 carries it out (``harness.load``): how many attempts, the backoff and its jitter, on which
-outcomes, and whether a Retry-After replaces the wait."""
+outcomes, and whether a Retry-After replaces the wait.
+
+One model for both sides: the load plan carries ``ClientRetry`` itself
+(``harness.load.plan.EndpointPlan.retry``, written to ``plan.json`` by ``model_dump`` and
+read back by ``model_validate``), and the load generator asks it what to do
+(``retries``, ``wait_s``). An option is one field here, its default said once.
+"""
 
 from __future__ import annotations
 
+import random
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -66,6 +73,33 @@ class ClientRetry(StrictModel):
         if isinstance(value, list):
             return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
         return value
+
+    def retries(self, status: int, failure: str = "") -> bool:
+        """Whether an attempt that ended so is retried (``status`` 0: no answer, ``failure``
+        then says why: ``harness.load.plan.failure_of``)."""
+        if status:
+            if status == 429:
+                return "429" in self.on
+            if status == 503 and "503" in self.on:
+                return True
+            return 500 <= status <= 599 and "5xx" in self.on
+        return bool(failure) and failure in self.on
+
+    def wait_s(self, retry: int, rng: random.Random, retry_after_s: float | None = None) -> float:
+        """Seconds before retry ``retry`` (1: the request's second attempt) is due.
+
+        ``min(max_backoff, backoff x multiplier^(retry-1))``, jittered; a ``Retry-After``
+        the answer gave replaces it when honoured (as urllib3's ``Retry`` does), unjittered
+        and uncapped: the run's end bounds it.
+        """
+        if retry_after_s is not None and self.retry_after == "honour":
+            return max(0.0, retry_after_s)
+        b = min(self.max_backoff, self.backoff * self.multiplier ** (retry - 1))
+        if self.jitter == "full":
+            return rng.uniform(0.0, b)
+        if self.jitter == "equal":
+            return b / 2 + rng.uniform(0.0, b / 2)
+        return b
 
     def describe(self) -> str:
         """In a few words, for reports: ``3 attempts, 200ms x2 to 5s, full jitter, on ...``."""

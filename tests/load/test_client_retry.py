@@ -3,7 +3,9 @@ scenario's ``retry:`` refusals, and attempts read back as requests."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,29 +13,23 @@ import pytest
 from harness.analysis.endpoints import endpoint_stats
 from harness.analysis.offered import load_per_s
 from harness.core.errors import ScenarioError
-from harness.load.plan import (
-    DROPPED,
-    LoadPlan,
-    RetryPlan,
-    attempt_index,
-    failure_of,
-    retry_rng,
-)
+from harness.load.plan import DROPPED, LoadPlan, attempt_index, failure_of, retry_rng
 from harness.load.wire import ConnectionClosed, NoAnswer, retry_after_s
 from harness.results.attempts import ATTEMPTS, requests_of, with_attempts
 from harness.results.io import SAMPLE_DTYPES, samples_from_csv
 from harness.run.loadgen import plan_for
+from harness.scenario.client_retry import ClientRetry
 from harness.scenario.loader import load_scenario_text
 from tests.scenario.problems import problems_of
 
-RETRY = RetryPlan(max_attempts=4, backoff_s=0.2, multiplier=2.0, max_backoff_s=0.5)
+RETRY = ClientRetry(max_attempts=4, backoff=0.2, max_backoff=0.5)
 
 
 # ---------------------------------------------------------------- the backoff
 
 
 def test_without_jitter_the_wait_grows_by_the_multiplier_up_to_the_cap() -> None:
-    plan = RetryPlan(5, 0.2, 2.0, 0.5, jitter="none")
+    plan = ClientRetry(max_attempts=5, backoff=0.2, max_backoff=0.5, jitter="none")
     rng = random.Random(1)
     assert [plan.wait_s(n, rng) for n in (1, 2, 3, 4)] == [0.2, 0.4, 0.5, 0.5]
 
@@ -42,7 +38,7 @@ def test_without_jitter_the_wait_grows_by_the_multiplier_up_to_the_cap() -> None
     ("jitter", "low_share"), [("full", 0.0), ("equal", 0.5)], ids=["full", "equal"]
 )
 def test_jitter_stays_in_its_bounds_and_spreads_over_them(jitter: str, low_share: float) -> None:
-    plan = RetryPlan(5, 0.2, 2.0, 0.5, jitter=jitter)  # type: ignore[arg-type]
+    plan = ClientRetry(max_attempts=5, backoff=0.2, max_backoff=0.5, jitter=jitter)
     rng = random.Random(3)
     for retry, cap in ((1, 0.2), (2, 0.4), (3, 0.5), (6, 0.5)):
         waits = [plan.wait_s(retry, rng) for _ in range(2000)]
@@ -54,8 +50,12 @@ def test_jitter_stays_in_its_bounds_and_spreads_over_them(jitter: str, low_share
 
 def test_retry_after_replaces_the_backoff_when_honoured_and_only_then() -> None:
     rng = random.Random(0)
-    honour = RetryPlan(3, 0.2, 2.0, 0.5, jitter="none", retry_after="honour")
-    ignore = RetryPlan(3, 0.2, 2.0, 0.5, jitter="none", retry_after="ignore")
+    honour = ClientRetry(
+        max_attempts=3, backoff=0.2, max_backoff=0.5, jitter="none", retry_after="honour"
+    )
+    ignore = ClientRetry(
+        max_attempts=3, backoff=0.2, max_backoff=0.5, jitter="none", retry_after="ignore"
+    )
     assert honour.wait_s(1, rng, 2.0) == 2.0  # uncapped by max-backoff: the server said so
     assert honour.wait_s(1, rng, None) == 0.2
     assert ignore.wait_s(1, rng, 2.0) == 0.2
@@ -82,7 +82,7 @@ def test_retry_after_reads_seconds_or_an_http_date(value: bytes, seconds: float 
 
 
 def test_the_default_outcomes_are_timeout_5xx_and_connection() -> None:
-    plan = RetryPlan(3, 0.1, 2.0, 1.0)
+    plan = ClientRetry(max_attempts=3, backoff=0.1, max_backoff=1.0)
     assert plan.retries(500) and plan.retries(503) and plan.retries(599)
     assert not plan.retries(429) and not plan.retries(404) and not plan.retries(200)
     assert plan.retries(0, "timeout") and plan.retries(0, "connection")
@@ -97,7 +97,7 @@ def test_the_default_outcomes_are_timeout_5xx_and_connection() -> None:
 def test_each_outcome_name_retries_its_statuses_only(
     on: tuple[str, ...], retried: set[int]
 ) -> None:
-    plan = RetryPlan(3, 0.1, 2.0, 1.0, on=on)
+    plan = ClientRetry(max_attempts=3, backoff=0.1, max_backoff=1.0, on=on)
     assert {s for s in (200, 400, 404, 429, 500, 502, 503, 504) if plan.retries(s)} == retried
     assert plan.retries(0, "timeout") == ("timeout" in on)
     assert not plan.retries(0, "connection")
@@ -138,8 +138,44 @@ def test_retry_reaches_the_plan_and_its_json_round_trip() -> None:
     scenario = load_scenario_text(SCENARIO).scenario
     plan = plan_for(scenario, "http://127.0.0.1:1", __import__("pathlib").Path("/tmp"))
     retry = plan.endpoints["pay"].retry
-    assert retry == RetryPlan(3, 0.1, 2.0, 5.0, "full", ("timeout", "503", "429"), "ignore")
+    assert retry == ClientRetry(
+        max_attempts=3,
+        backoff=0.1,
+        max_backoff=5.0,
+        on=["timeout", "503", "429"],
+        retry_after="ignore",
+    )
     assert LoadPlan.from_json(plan.to_json()) == plan
+
+
+EVERY_OPTION = ClientRetry(
+    max_attempts=5,
+    backoff=0.3,
+    multiplier=3.0,
+    max_backoff=2.0,
+    jitter="equal",
+    on=["503", "429"],
+    retry_after="ignore",
+)
+"""Every option of ``traffic.<ep>.retry`` at a value other than its default (a new option is
+given one here)."""
+
+
+def test_every_retry_option_reaches_the_load_generator_through_plan_json(tmp_path: Path) -> None:
+    """scenario -> ``plan_for`` -> ``plan.json`` -> ``LoadPlan.read``: the retry the load
+    generator asks (``retries``, ``wait_s``) has every option the scenario gave."""
+    defaults = ClientRetry()
+    same = [n for n in ClientRetry.model_fields if getattr(EVERY_OPTION, n) == getattr(defaults, n)]
+    assert not same, f"give {same} a value other than the default in EVERY_OPTION"
+    given = json.dumps(EVERY_OPTION.model_dump(mode="json", by_alias=True))  # YAML flow
+    scenario = load_scenario_text(SCENARIO.replace(SCENARIO.splitlines()[8], f"    retry: {given}"))
+    plan = plan_for(scenario.scenario, "http://127.0.0.1:1", tmp_path)
+    plan.write(tmp_path / "plan.json")
+    back = LoadPlan.read(tmp_path / "plan.json").endpoints["pay"].retry
+    assert isinstance(back, ClientRetry)
+    for name in ClientRetry.model_fields:
+        assert getattr(back, name) == getattr(EVERY_OPTION, name), name
+    assert back == EVERY_OPTION
 
 
 @pytest.mark.parametrize(

@@ -26,10 +26,10 @@ from harness.load.plan import (
     PROTOCOL,
     EndpointPlan,
     LoadPlan,
-    RetryPlan,
     idempotency_key,
 )
 from harness.run.loadgen import locust_argv, read_progress
+from harness.scenario.client_retry import ClientRetry
 from tests.conftest import ROOT
 from tests.load.locust_process import go_when_ready, start_locust
 from tests.load.test_plan import _plan
@@ -185,19 +185,27 @@ def test_retries_are_attempts_of_their_own_in_one_process(tmp_path: Path) -> Non
     # /status/503 always fails: each request is sent max-attempts times, each retry its wait
     # (no jitter) after the attempt before; a 404 is final; a retry due while max-in-flight
     # is full is Dropped, never sent; an endpoint without retry sends each request once.
-    never = RetryPlan(3, 0.02, 2.0, 0.05, jitter="none", on=("5xx",))
+    never = ClientRetry(max_attempts=3, backoff=0.02, max_backoff=0.05, jitter="none", on=["5xx"])
     plan = _run_plan(
         tmp_path,
         {
             "flaky": EndpointPlan("GET", "/status/503", 20.0, 1.0, retry=never),
-            "final": EndpointPlan("GET", "/status/404", 10.0, 1.0, retry=RetryPlan(3, 0, 1, 0)),
+            "final": EndpointPlan(
+                "GET",
+                "/status/404",
+                10.0,
+                1.0,
+                retry=ClientRetry(max_attempts=3, backoff=0.0, multiplier=1.0, max_backoff=0.0),
+            ),
             "capped": EndpointPlan(
                 "GET",
                 "/hang",
                 20.0,
                 0.2,
                 max_in_flight=2,
-                retry=RetryPlan(2, 0.0, 1.0, 0.0, on=("timeout",)),
+                retry=ClientRetry(
+                    max_attempts=2, backoff=0.0, multiplier=1.0, max_backoff=0.0, on=["timeout"]
+                ),
             ),  # fmt: skip
             "read": EndpointPlan("GET", "/cl", 10.0, 1.0),
         },
