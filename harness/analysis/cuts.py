@@ -1,13 +1,14 @@
 """Figures read from canonical series, computed as the catalogue declares them.
 
 Each figure of ``harness.core.catalogue.FIGURES`` whose source is a canonical
-series is one statistic of that series over a window: a gauge's ``max``,
-``mean`` or ``p50`` (``gauge_summary``), its ``peak``, a counter's ``count``
-or ``per_s`` (``series.counter_delta``), the breaker's ``open_pct``, ``opens``
-or ``time_to_open``. ``cut`` computes them for a build, a phase, a replica or a
-replica's phase, and places each at its report key; a new series' figures need
-no code here. A series the catalogue marks optional (a DB pool) and the build
-never exposed has no figures at all, rather than figures that read None.
+series is one statistic of that series over a window (``core.canonical.STATISTICS``,
+those marked ``from_series``), read by its reducer here (``REDUCERS``): a gauge's
+``max``, ``mean`` or ``p50``, its ``peak``, a counter's ``count`` or ``per_s``
+(``series.counter_delta``), the breaker's ``open_pct``, ``opens`` or ``time_to_open``.
+``cut`` computes them for a build, a phase, a replica or a replica's phase, and places
+each at its report key; a new series' figures need no code here, a new statistic its
+reducer. A series the catalogue marks optional (a DB pool) and the build never exposed
+has no figures at all, rather than figures that read None.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.combine import round_figure as _round
-from harness.analysis.endpoints import gauge_summary
 from harness.analysis.series import BREAKER_STATES, counter_delta
 from harness.analysis.validity import gap_blind, overlaps
 from harness.core.catalogue import FIGURES, SERIES, SERIES_BY_NAME, Figure
@@ -128,24 +128,59 @@ def value(
     figure: Figure, reader: Reader, window: tuple[float, float], fault_start: float | None
 ) -> float | None:
     """One figure's statistic of its series over ``window`` (``Figure.stat``)."""
-    start, end = window
-    stat, series = figure.stat, reader.get(figure.source)
-    if stat in ("max", "mean", "p50"):
-        return gauge_summary(series, start, end)[stat]
-    if stat == "peak":
-        return _round(series.max(), 0) if not series.empty else None
-    if stat == "count":
-        return _round(reader.count(figure.source, start, end), 0)
-    if stat == "per_s":
-        counted = reader.count(figure.source, start, end)
-        return None if counted is None else _round(counted / max(end - start, 1e-9), 2)
-    if stat == "open_pct":
-        return open_pct(reader.states, start, end)
-    if stat == "opens":
-        return count_opens(reader.states, start, end)
-    if stat == "time_to_open":
-        return None if fault_start is None else time_to_open(reader.states, fault_start)
-    raise ValueError(f"the catalogue's figure {figure.key!r} has an unknown statistic {stat!r}")
+    reducer = REDUCERS.get(figure.stat)
+    if reducer is None:
+        raise ValueError(f"the catalogue's figure {figure.key!r}: no reducer for {figure.stat!r}")
+    return reducer(reader, figure.source, *window, fault_start)
+
+
+Reducer = Callable[[Reader, str, float, float, float | None], float | None]
+"""A statistic of one canonical series: (its reader, the series' name, the window's start
+and end, the first fault's start or None) -> the figure, None when not measured."""
+
+
+def _gauge(how: Callable[[pd.Series], float]) -> Reducer:
+    """A statistic of a gauge's readings in [start, end], to 2 decimals (None: no reading)."""
+
+    def reduce(
+        reader: Reader, name: str, start: float, end: float, _: float | None
+    ) -> float | None:
+        series = reader.get(name)
+        readings = series[(series.index >= start) & (series.index <= end)]
+        return None if readings.empty else _round(how(readings), 2)
+
+    return reduce
+
+
+def _peak(reader: Reader, name: str, start: float, end: float, _: float | None) -> float | None:
+    series = reader.get(name)
+    return _round(series.max(), 0) if not series.empty else None
+
+
+def _count(reader: Reader, name: str, start: float, end: float, _: float | None) -> float | None:
+    return _round(reader.count(name, start, end), 0)
+
+
+def _per_s(reader: Reader, name: str, start: float, end: float, _: float | None) -> float | None:
+    counted = reader.count(name, start, end)
+    return None if counted is None else _round(counted / max(end - start, 1e-9), 2)
+
+
+REDUCERS: dict[str, Reducer] = {
+    "max": _gauge(lambda readings: readings.max()),
+    "mean": _gauge(lambda readings: readings.mean()),
+    "p50": _gauge(lambda readings: readings.median()),
+    "peak": _peak,
+    "count": _count,
+    "per_s": _per_s,
+    "open_pct": lambda reader, _, start, end, __: open_pct(reader.states, start, end),
+    "opens": lambda reader, _, start, end, __: count_opens(reader.states, start, end),
+    "time_to_open": lambda reader, _, start, end, fault_start: (
+        None if fault_start is None else time_to_open(reader.states, fault_start)
+    ),
+}
+"""The reducer of each statistic read from a canonical series (``Statistic.from_series``),
+by its name; ``tests/analysis/test_statistics.py`` checks each such statistic has one."""
 
 
 def ordered(section: Mapping[str, Any], model: type) -> Tree:

@@ -116,17 +116,6 @@ def _percentiles(values: pd.Series) -> Percentiles:
     }
 
 
-def gauge_summary(series: pd.Series, start: float, end: float) -> dict[str, float | None]:
-    window = series[(series.index >= start) & (series.index <= end)]
-    if window.empty:
-        return {"max": None, "mean": None, "p50": None}
-    return {
-        "max": _round(window.max(), 2),
-        "mean": _round(window.mean(), 2),
-        "p50": _round(window.median(), 2),
-    }
-
-
 def endpoint_info(scenario: Scenario, name: str) -> EndpointInfo:
     """What the scenario asked of an endpoint; ``shape`` only when it is more than a rate."""
     ep = scenario.traffic[name]

@@ -7,9 +7,10 @@ Two ways the harness itself, not the service, can make a build's numbers wrong:
   the hole (2 where the pool was full at 20). A gap between two scrapes of the target
   longer than ``GAP_INTERVALS`` intervals is recorded (``validity.scrape_gaps``), warned,
   and every figure read from the scrapes' readings over a window it falls in (a gauge's
-  max, mean and p50, the breaker's open share, opens and time to open) is None and "not
-  measured" there. Counters are not touched: a count over a window reads the counter at
-  its edges, which a gap inside does not change.
+  max, mean and p50, the breaker's open share, opens and time to open: the statistics
+  ``core.canonical.STATISTICS`` marks ``gap_blind``) is None and "not measured" there.
+  Counters are not touched: a count over a window reads the counter at its edges, which a
+  gap inside does not change.
 - **A stalled load generator** (its process stopped, its CPU saturated) sends late what
   was due: latency counts from the intended start, so the service is blamed for the
   wait. A request sent more than ``LATE_WARN_S`` late is warned.
@@ -32,8 +33,6 @@ GAP_INTERVALS = 3.0
 """A scrape gap longer than this many scrape intervals is a hole in the metrics."""
 LATE_WARN_S = 0.5
 """A request sent this much later than planned means the generator, not the service, stalled."""
-GAP_BLIND = frozenset({"max", "mean", "p50", "open_pct", "opens", "time_to_open"})
-"""The statistics read from the scrapes' readings themselves, which a gap makes wrong."""
 
 Gap = tuple[float, float]
 
@@ -68,8 +67,9 @@ def overlaps(gaps: list[Gap], start: float, end: float) -> Gap | None:
 
 
 def gap_blind(figure: Figure) -> bool:
-    """Whether ``figure`` is read from the scrapes' readings (so a gap makes it wrong)."""
-    return figure.series() is not None and figure.stat in GAP_BLIND
+    """Whether ``figure`` is read from the scrapes' readings (so a gap makes it wrong): a
+    canonical series' figure whose statistic says so (``Statistic.gap_blind``)."""
+    return figure.series() is not None and figure.statistic.gap_blind
 
 
 def gap_reason(gap: Gap, t0: float, interval_s: float) -> str:

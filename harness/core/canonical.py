@@ -1,7 +1,12 @@
-"""The canonical series (``SERIES``: what a preset reads from a target's scrapes), what a
-figure is (``Figure``), and the helpers that make the common kinds of figure from a series
-(a gauge's max/mean/p50, a series' peak or count). ``core.catalogue`` holds the table of
-figures built from them; both are one catalogue, split so each file stays readable."""
+"""What a canonical series, a statistic and a figure are: the vocabulary of the catalogue.
+
+``SERIES`` is every canonical series (what a preset reads from a target's scrapes),
+``STATISTICS`` every statistic a figure is read through (what it means, whether a scrape
+gap blanks it, whether a reducer reads it from a series), and ``Figure`` one number of a
+report, with the helpers that make the common kinds of figure from a series (a gauge's
+max/mean/p50, a series' peak or count). ``core.catalogue`` holds the table of figures made
+of them: this module says what a figure can be, that one which figures there are.
+"""
 
 from __future__ import annotations
 
@@ -58,6 +63,87 @@ SERIES_BY_NAME = {s.name: s for s in SERIES}
 
 
 @dataclass(frozen=True)
+class Statistic:
+    """How a figure is read from its source (``Figure.stat`` names one)."""
+
+    name: str
+    what: str
+    """In words, for the docs' table of statistics."""
+    from_series: bool = False
+    """Read from a canonical series over a window by its reducer (``analysis.cuts.REDUCERS``,
+    keyed by name); False: only the code of the figure's source (the samples', the
+    gateway's, the scrapes') computes it. ``max``, ``mean`` and ``p50`` are both: a gauge's
+    by the reducer, an endpoint's latency by ``analysis.endpoints``."""
+    gap_blind: bool = False
+    """Read from a series' scrape readings themselves, so a scrape gap in its window makes
+    it wrong: it is then None and "not measured" there (``analysis.validity``). A counter's
+    count is not: it reads the counter at the window's edges, which a gap does not change."""
+
+
+_READINGS = "of a gauge's readings in the window, or of an endpoint's latencies"
+
+STATISTICS: tuple[Statistic, ...] = (
+    Statistic("max", f"the greatest {_READINGS}", from_series=True, gap_blind=True),
+    Statistic("mean", f"the mean {_READINGS}", from_series=True, gap_blind=True),
+    Statistic("p50", f"the median {_READINGS}", from_series=True, gap_blind=True),
+    Statistic("peak", "a gauge's greatest reading over the run (a pool's size)", from_series=True),
+    Statistic(
+        "count", "how much a counter grew over the window (read at its edges)", from_series=True
+    ),
+    Statistic("per_s", "how much a counter grew over the window, per second", from_series=True),
+    Statistic(
+        "open_pct",
+        "% of the scrapes in the window that read the breaker open",
+        from_series=True,
+        gap_blind=True,
+    ),
+    Statistic(
+        "opens",
+        "times the breaker left closed, as the scrapes in the window read it",
+        from_series=True,
+        gap_blind=True,
+    ),
+    Statistic(
+        "time_to_open",
+        "s from the first fault's start to the first scrape reading the breaker open",
+        from_series=True,
+        gap_blind=True,
+    ),
+    Statistic("p95", "the 95th percentile of an endpoint's latencies"),
+    Statistic("p99", "the 99th percentile of an endpoint's latencies"),
+    Statistic("success_pct", "% of an endpoint's requests answered 2xx/3xx"),
+    Statistic("error_pct", "100 minus `success_pct`"),
+    Statistic("achieved_rps", "an endpoint's requests per second achieved"),
+    Statistic("requests", "an endpoint's requests"),
+    Statistic("max_lateness_s", "how late an endpoint's latest request was sent (s)"),
+    Statistic("dropped", "an endpoint's requests not sent (`max-in-flight` of them open)"),
+    Statistic("kept_pct", "% of an endpoint's requests answered 2xx, fresh or from a cache"),
+    Statistic("cached_pct", "% of an endpoint's requests answered from the target's cache"),
+    Statistic("offered_rps", "first attempts per second the scenario asks of an endpoint"),
+    Statistic("retried_pct", "% of an endpoint's requests sent twice or more"),
+    Statistic("attempts", "attempts per request of an endpoint, the mean"),
+    Statistic("admitted_rps", "an endpoint's attempts per second, retries included"),
+    Statistic("retried_rps", "an endpoint's retries (attempts 2 and later) per second"),
+    Statistic("time_to_recover", "s from the last fault's end until requests are healthy again"),
+    Statistic("recovered", "the `recovery:` verdict: 1 recovered by itself, 0 stuck"),
+    Statistic("recovered_after_s", "s from the `recovery:` trigger's end until goodput held"),
+    Statistic("blocked_pct_healthy", "% of gateway requests refused while it was healthy"),
+    Statistic(
+        "protected_p99",
+        "p99 latency, over the fault window, of the endpoints not calling the gateway",
+    ),
+    Statistic("max_lateness", "how late the load generator sent its latest request (s)"),
+    Statistic("calls", "calls the gateway received in the window (its ledger, else its counter)"),
+    Statistic("amplification", "gateway calls per request of the `calls-gateway` endpoints"),
+    Statistic("gap", "the longest time between two scrapes of the target in the window (s)"),
+)
+"""Every statistic a figure is read through: those a reducer reads from a series first,
+then those its source's code computes, in the order of the docs' table."""
+
+STATISTICS_BY_NAME = {s.name: s for s in STATISTICS}
+
+
+@dataclass(frozen=True)
 class Figure:
     """One number of a build's report."""
 
@@ -68,10 +154,7 @@ class Figure:
     """A canonical series' name, or ``samples`` (the load's requests), ``gateway`` (the
     gateway's ledger, else its counter), ``ledger``, ``scrapes`` (when they were taken)."""
     stat: str
-    """How it is read: ``max``, ``mean``, ``p50`` (a gauge over the window), ``peak`` (a
-    gauge's greatest reading), ``count`` and ``per_s`` (a counter's growth),
-    ``open_pct``, ``opens``, ``time_to_open`` (the breaker's state), or what the
-    ``samples`` / ``gateway`` code computes."""
+    """How it is read: the name of one of ``STATISTICS`` (``max``, ``count``, ``p95``...)."""
     window: Window
     gate: str | None = None
     """The name a gate uses (``busy_workers.max``, ``{endpoint}.p95``); None: not gated."""
@@ -88,6 +171,15 @@ class Figure:
     """What a report without its key means (None: no such figure in that report)."""
     complement: bool = False
     """Read as 100 minus the key's value (``error_pct`` from ``success_pct``)."""
+
+    def __post_init__(self) -> None:
+        if self.stat not in STATISTICS_BY_NAME:
+            raise ValueError(f"figure {self.key!r}: {self.stat!r} is not one of STATISTICS")
+
+    @property
+    def statistic(self) -> Statistic:
+        """The statistic it is read through."""
+        return STATISTICS_BY_NAME[self.stat]
 
     @property
     def section(self) -> str:

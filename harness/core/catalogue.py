@@ -1,19 +1,19 @@
 """The catalogue of figures: each figure a report holds, a gate names and a table shows, once.
 
-A canonical series (``SERIES``) is what a preset reads from a target's scrapes
-(``harness.analysis.presets``); a figure (``FIGURES``) is one number of ``report.json``:
-where it is read from (a canonical series, the samples, the gateway's ledger), its
-statistic, unit, report key, gate name, row label, how it can be cut (by phase, by
-replica) and what its absence means. Everything else is derived from these two tables:
-the figures a series drives (``analysis.cuts``), the gate vocabulary (``scenario.gates``)
-and lookups (``gates.evaluate``), the not-measured reasons, the report's rows for series
-figures, and the docs' figure tables (``core.figure_docs``, checked by a test).
+``FIGURES`` is the table: one ``Figure`` (``core.canonical``: what a canonical series, a
+statistic and a figure are) per number of ``report.json``: where it is read from (a
+canonical series, the samples, the gateway's ledger), its statistic, unit, report key,
+gate name, row label, how it can be cut (by phase, by replica) and what its absence means.
+Everything else is derived from it: the figures a series drives (``analysis.cuts``), the
+gate vocabulary (``scenario.gates``) and lookups (``gates.evaluate``), the not-measured
+reasons, the report's rows for series figures, and the docs' figure tables
+(``core.figure_docs``, checked by a test).
 
 It sits in ``core`` because the scenario (the gate vocabulary) needs it as much as the
-analysis, the gates and the report do. Adding a canonical series: a ``Series`` here and
-its figures (``gauge_figures``, ``series_figure``), the selectors of the presets that read
-it, a test (docs/architecture.md's recipe); its figures land under ``series.<name>``, its
-gates are ``<name>.<stat>``.
+analysis, the gates and the report do. Adding a canonical series: a ``Series`` in
+``core.canonical`` and its figures here (``gauge_figures``, ``series_figure``), the
+selectors of the presets that read it, a test (docs/architecture.md's recipe); its figures
+land under ``series.<name>``, its gates are ``<name>.<stat>``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,16 @@
 """The docs' figure tables, generated from the catalogue (``harness.core.catalogue``).
 
 docs/scenario.md holds the gate figures and the replica figures, docs/report.md the
-canonical series, each between markers; ``tests/core/test_catalogue.py`` fails when
-one differs from the catalogue, and ``python -m harness.core.figure_docs docs/*.md``
-rewrites them.
+canonical series and the statistics (``core.canonical``), each between markers;
+``tests/core/test_catalogue.py`` fails when one differs from the catalogue, and
+``python -m harness.core.figure_docs docs/*.md`` rewrites them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.core.canonical import STATISTICS
 from harness.core.catalogue import ENDPOINT, FIGURES, SERIES, Figure
 
 
@@ -53,10 +54,21 @@ def series_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def statistic_table() -> str:
+    """The docs' table of statistics: what each means, what reads it, across a scrape gap."""
+    lines = ["| statistic | what | from a series | across a scrape gap |", "|---|---|---|---|"]
+    for stat in STATISTICS:
+        by = "by its reducer" if stat.from_series else "no: its source's code"
+        gap = "not measured" if stat.gap_blind else "kept"
+        lines.append(f"| `{stat.name}` | {stat.what} | {by} | {gap} |")
+    return "\n".join(lines) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "gate figures": gate_table,
     "replica figures": lambda: gate_table(replicas=True),
     "canonical series": series_table,
+    "statistics": statistic_table,
 }
 """The docs' generated tables by marker name."""
 

@@ -114,13 +114,11 @@ def _interval(node: Any, build: Mapping[str, Any]) -> list[float] | None:
     if found is None:
         return None
     figure, endpoint = found
-    stat = node.path[-1]
     if endpoint is None:
         key = figure.key
-    elif stat in ("p50", "p95", "p99", "max"):
-        key = f"{endpoint}.latency_s.{stat}"
-    else:
-        key = f"{endpoint}.{stat}"
+    else:  # ci95 names an endpoint's figure without its section: products.latency_s.p99
+        within = ".latency_s." if ".latency_s." in figure.key else "."
+        key = f"{endpoint}{within}{figure.stat}"
     pair = ci.get(key + (f"[{node.phase}]" if node.phase else ""))
     if not pair or pair[0] is None or pair[1] is None:
         return None

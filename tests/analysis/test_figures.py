@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis.endpoints import endpoint_stats, gauge_summary
+from harness.analysis.cuts import REDUCERS, replica_reader
+from harness.analysis.endpoints import endpoint_stats
 from harness.analysis.series import counter_delta
 
 
@@ -65,7 +66,7 @@ def test_unfinished_requests_are_counted() -> None:
     assert stats["unfinished"] == 1 and stats["requests"] == 2
 
 
-def test_counter_delta_and_gauge_summary() -> None:
+def test_counter_delta_and_a_gauges_reducers() -> None:
     counter = pd.Series([0.0, 5.0, 9.0, 20.0], index=[1.0, 2.0, 3.0, 4.0])
     assert counter_delta(counter, 2.0, 4.0) == 15.0
     # Read at each edge between the scrapes around it: 14.5 at 3.5 s, 0 before the first.
@@ -73,4 +74,8 @@ def test_counter_delta_and_gauge_summary() -> None:
     assert counter_delta(counter, 1.5, 3.5) == 12.0
     assert counter_delta(pd.Series(dtype=float), 0, 1) is None
     gauge = pd.Series([1.0, 200.0, 200.0, 3.0], index=[1.0, 2.0, 3.0, 4.0])
-    assert gauge_summary(gauge, 2.0, 3.0) == {"max": 200.0, "mean": 200.0, "p50": 200.0}
+    gauges = replica_reader({"gauge": gauge})
+    read = {
+        stat: REDUCERS[stat](gauges, "gauge", 2.0, 3.0, None) for stat in ("max", "mean", "p50")
+    }
+    assert read == {"max": 200.0, "mean": 200.0, "p50": 200.0}

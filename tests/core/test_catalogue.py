@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.analysis.model import read_report
 from harness.analysis.presets import PRESETS
-from harness.core.catalogue import ENDPOINT, FIGURES, GATED, SERIES, gated, unit_of
+from harness.core.canonical import STATISTICS_BY_NAME
+from harness.core.catalogue import ENDPOINT, FIGURES, GATED, SERIES, Figure, gated, unit_of
 from harness.core.figure_docs import gate_table, sync_docs
 from harness.gates.evaluate import evaluate
 from harness.scenario.gates import REPLICA_FIGURES, is_uncut, parse_gate
@@ -35,6 +38,13 @@ def test_every_figure_is_read_from_a_known_source_and_named_once() -> None:
     assert tuple(g for g, f in GATED.items() if f.replica_key) == REPLICA_FIGURES
     assert is_uncut("max_workers") and is_uncut("products.time_to_recover")
     assert not is_uncut("products.p95") and not is_uncut("busy_workers.max")
+
+
+def test_every_figure_names_a_declared_statistic() -> None:
+    for figure in FIGURES:
+        assert figure.statistic is STATISTICS_BY_NAME[figure.stat], figure.key
+    with pytest.raises(ValueError, match="'median' is not one of STATISTICS"):
+        Figure("series.busy_workers.median", "busy_workers", "median", "fault")
 
 
 def test_an_endpoint_name_wins_over_a_figure_name() -> None:
