@@ -1,4 +1,8 @@
-"""Charts of a run: five PNGs that show *when* things happened, which ``report.json`` sums away.
+"""Charts of a run: PNGs that show *when* things happened, which ``report.json`` sums away.
+
+Each chart is one record of ``CHART_TABLE`` (``Chart``: its key, caption, drawer and
+whether a run gets it); ``draw_charts`` draws those that apply and ``report.html``
+(``page``) shows them in the table's order with their captions.
 
 Every time axis is seconds since the measured window's start (each build's
 ``t0``), so builds that ran one after another still overlay. The warmup shows
@@ -58,19 +62,10 @@ from harness.report.chart_style import (
     state_style,
     time_axes,
 )
-from harness.report.recovery_chart import CAPTION as RECOVERY_CAPTION
 from harness.report.recovery_chart import draw_recovery
-from harness.results.model import RunResult
+from harness.results.model import BuildResult, RunResult
 from harness.scenario.schema import Scenario
 
-CHARTS = (
-    "busy_workers",
-    "gateway_calls",
-    "latency_over_time",
-    "latency_distribution",
-    "breaker_state",
-)
-"""Chart keys, in the order a report shows them; each is written as ``<key>.png``."""
 POOL_SERIES = {
     "db_active": ("-", "in use"),
     "db_pending": ("--", "waiting"),
@@ -78,25 +73,6 @@ POOL_SERIES = {
 }
 """The DB pool chart's series -> (line style, what); ``db_pool.png`` is drawn only when a
 build exposed one."""
-
-CAPTIONS = {
-    "busy_workers": "Busy request threads per build over time; the dashed line is the pool size.",
-    "gateway_calls": "Per build and per second: payments offered (grey, by intended start), "
-    "calls the breaker refused (dashed) and calls the gateway received (solid; by arrival "
-    "time from the gateway's ledger, or from its counter at the scrape interval without one). "
-    "Fault phases are shaded; a phase with repeating blips is shaded lightly, each blip darker.",
-    "latency_over_time": "Latency (end minus intended start) p50/p95/p99 over a trailing "
-    "5 s window of requests, by intended start time, per endpoint; an endpoint whose rate "
-    "ramps (stages) shows its offered rate as a thin grey line on the right-hand axis.",
-    "latency_distribution": "Latency by percentile over the measured window (HDR-histogram "
-    "style); the dot is the maximum.",
-    "breaker_state": "Circuit breaker state per build (one row per replica of a replicated "
-    "build: each has its own breaker), as sampled at each metrics scrape.",
-    "db_pool": "DB connections per build over time (HikariCP): in use (solid), threads "
-    "waiting for one (dashed) and the pool's size (dotted); only builds with a pool.",
-    "recovery": RECOVERY_CAPTION,
-}
-"""One line per chart saying what it shows, for reports that embed the PNGs."""
 
 OFFERED_STYLE: dict[str, Any] = {"color": "#777777", "lw": 1.0, "alpha": 0.8}
 """The offered rate of a ramping endpoint, on the latency chart's right-hand axis."""
@@ -121,6 +97,8 @@ class _Build:
     """Arrival time of every call in the gateway's ledger, ``t`` relative (empty: no ledger)."""
     replicas: list[pd.DataFrame]
     """Each replica's canonical series like ``canon`` (``canon`` sums them); empty: one process."""
+    result: BuildResult
+    """The build's results as read (the recovery chart counts its samples as the verdict does)."""
 
     def series(self, name: str) -> tuple[Array, Array]:
         return _long_series(self.canon, name)
@@ -143,28 +121,35 @@ def _long_series(canon: pd.DataFrame, name: str) -> tuple[Array, Array]:
     return rows["t"].to_numpy(dtype=float), rows["value"].to_numpy(dtype=float)
 
 
+Drawer = Callable[[list[_Build], Scenario, Span], Figure]
+"""A chart's drawer: the builds on the shared time axis, the scenario, the span drawn."""
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart of a report, declared once in ``CHART_TABLE``."""
+
+    key: str
+    """Its name: written as ``<key>.png``, ``chart-<key>`` in ``report.html``."""
+    caption: str
+    """One line saying what it shows (``report.html``'s caption and alt text)."""
+    draw: Drawer
+    when: Callable[[list[_Build], Scenario], bool] | None = None
+    """Whether a run gets it (a build exposed a DB pool, the scenario has ``recovery:``);
+    None: every run does."""
+
+
 def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, Path]:
-    """Write the five charts of ``run`` into ``out_dir``, and the DB pool's when a build has
-    one; returns ``{key: png path}``."""
+    """Write each chart of ``CHART_TABLE`` that applies to ``run`` into ``out_dir``; returns
+    ``{key: png path}`` in the table's order."""
     out_dir.mkdir(parents=True, exist_ok=True)
     builds = _prepare(run, scenario)
     span = _span(builds, scenario)
-    drawers: dict[str, Callable[[list[_Build], Scenario, Span], Figure]] = {
-        "busy_workers": _busy_workers,
-        "gateway_calls": _gateway_calls,
-        "latency_over_time": _latency_over_time,
-        "latency_distribution": _latency_distribution,
-        "breaker_state": _breaker_state,
+    return {
+        chart.key: save(chart.draw(builds, scenario, span), out_dir / f"{chart.key}.png")
+        for chart in CHART_TABLE
+        if chart.when is None or chart.when(builds, scenario)
     }
-    keys = list(CHARTS)
-    if any(len(b.series(name)[0]) for b in builds for name in POOL_SERIES):
-        drawers["db_pool"] = _db_pool
-        keys.append("db_pool")
-    if scenario.recovery is not None:  # the verdict's chart (report.recovery_chart)
-        results = list(run.builds.values())
-        drawers["recovery"] = lambda bs, sc, sp: draw_recovery(results, bs, sc, sp)
-        keys.append("recovery")
-    return {key: save(drawers[key](builds, scenario, span), out_dir / f"{key}.png") for key in keys}
 
 
 # ---------------------------------------------------------------- data
@@ -199,7 +184,7 @@ def _prepare(run: RunResult, scenario: Scenario) -> list[_Build]:
         label = f"{name} ({build.profile})" if build is not None else name
         colour = BUILD_COLOURS[i % len(BUILD_COLOURS)]
         arrivals = b.ledger["arrival"].to_numpy(dtype=float) - t0
-        builds.append(_Build(name, colour, label, samples, canon, received, arrivals, replicas))
+        builds.append(_Build(name, colour, label, samples, canon, received, arrivals, replicas, b))
     return builds
 
 
@@ -461,3 +446,68 @@ def _db_pool(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
     time_axes(ax, scenario, span, bottom=True)
     legend(ax)
     return fig
+
+
+def _has_pool(builds: list[_Build], scenario: Scenario) -> bool:
+    return any(len(b.series(name)[0]) for b in builds for name in POOL_SERIES)
+
+
+def _recovery(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
+    """The verdict's chart (``report.recovery_chart``)."""
+    return draw_recovery([b.result for b in builds], builds, scenario, span)
+
+
+CHART_TABLE: tuple[Chart, ...] = (
+    Chart(
+        "busy_workers",
+        "Busy request threads per build over time; the dashed line is the pool size.",
+        _busy_workers,
+    ),
+    Chart(
+        "gateway_calls",
+        "Per build and per second: payments offered (grey, by intended start), calls the "
+        "breaker refused (dashed) and calls the gateway received (solid; by arrival time from "
+        "the gateway's ledger, or from its counter at the scrape interval without one). Fault "
+        "phases are shaded; a phase with repeating blips is shaded lightly, each blip darker.",
+        _gateway_calls,
+    ),
+    Chart(
+        "latency_over_time",
+        "Latency (end minus intended start) p50/p95/p99 over a trailing 5 s window of "
+        "requests, by intended start time, per endpoint; an endpoint whose rate ramps (stages) "
+        "shows its offered rate as a thin grey line on the right-hand axis.",
+        _latency_over_time,
+    ),
+    Chart(
+        "latency_distribution",
+        "Latency by percentile over the measured window (HDR-histogram style); the dot is the "
+        "maximum.",
+        _latency_distribution,
+    ),
+    Chart(
+        "breaker_state",
+        "Circuit breaker state per build (one row per replica of a replicated build: each has "
+        "its own breaker), as sampled at each metrics scrape.",
+        _breaker_state,
+    ),
+    Chart(
+        "db_pool",
+        "DB connections per build over time (HikariCP): in use (solid), threads waiting for "
+        "one (dashed) and the pool's size (dotted); only builds with a pool.",
+        _db_pool,
+        when=_has_pool,
+    ),
+    Chart(
+        "recovery",
+        "Per build and per second: the offered load (grey: first attempts due, by intended "
+        "start), goodput (solid: requests answered 2xx/3xx, by when they were due), the "
+        "threshold recovery: asks for (thin), the client's retries (dashed) and the target's "
+        "retries to the gateway (dotted, from its retries counter); the trigger phase is "
+        "hatched and the build's verdict is in its legend.",
+        _recovery,
+        when=lambda builds, scenario: scenario.recovery is not None,
+    ),
+)
+"""Every chart, in the order a report shows them."""
+CHARTS = tuple(chart.key for chart in CHART_TABLE if chart.when is None)
+"""The keys of the charts every run gets."""

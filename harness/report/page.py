@@ -21,7 +21,7 @@ from typing import Any
 from harness.analysis.format import cell as _num
 from harness.analysis.format import count_cell
 from harness.analysis.model import Report, SeedClaim
-from harness.report.charts import CAPTIONS, CHARTS
+from harness.report.charts import CHART_TABLE
 from harness.report.claims import CLAIM_HEADER, claim_row
 from harness.report.tables import (
     WINDOWS_NOTE,
@@ -225,10 +225,11 @@ def _build_tables(report: Report) -> str:
 
 def _charts(charts: Mapping[str, Path]) -> str:
     """Each chart inline as a data: URI, in the usual order, with its caption."""
-    keys = [k for k in CHARTS if k in charts] + [k for k in charts if k not in CHARTS]
+    captions = {chart.key: chart.caption for chart in CHART_TABLE}
+    keys = [k for k in captions if k in charts] + [k for k in charts if k not in captions]
     parts = []
     for key in keys:
-        caption = CAPTIONS.get(key, key.replace("_", " "))
+        caption = captions.get(key, key.replace("_", " "))
         try:
             data = base64.b64encode(Path(charts[key]).read_bytes()).decode("ascii")
         except OSError:

@@ -4,7 +4,8 @@ trigger shaded and the verdict in the legend (a scenario's ``recovery:``).
 Offered, goodput and the client's retries are counted as the verdict counts them
 (``analysis.recovery.per_second``: by the second each was due); the target's own retries
 to the gateway are the rate of its canonical ``retries`` counter between scrapes. Kept
-apart from ``charts`` (near its 500 lines); ``charts.draw_charts`` calls it.
+apart from ``charts`` as the verdict's own chart (it counts as ``analysis.recovery``
+does); its record, with its caption, is in ``charts.CHART_TABLE``.
 """
 
 from __future__ import annotations
@@ -23,13 +24,6 @@ from harness.report.tables import verdict_text
 from harness.results.model import BuildResult
 from harness.scenario.schema import Scenario
 
-CAPTION = (
-    "Per build and per second: the offered load (grey: first attempts due, by intended "
-    "start), goodput (solid: requests answered 2xx/3xx, by when they were due), the "
-    "threshold recovery: asks for (thin), the client's retries (dashed) and the target's "
-    "retries to the gateway (dotted, from its retries counter); the trigger phase is "
-    "hatched and the build's verdict is in its legend."
-)
 TRIGGER_STYLE: dict[str, Any] = {
     "facecolor": "none",
     "edgecolor": "#999999",
