@@ -7,10 +7,12 @@ an axis over a setting the build does not have is said at the axis's line.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
+from harness.core.durations import parse_duration
 from harness.core.yamlmodel import StrictModel
 from harness.scenario.bounds import MAX_GATE_NAME_CHARS
 
@@ -21,14 +23,36 @@ MAX_CANDIDATES = 1000
 real is capped apart (``harness.tune.plan.MAX_REAL_RUNS``)."""
 
 
+def _finite(value: Any) -> Any:
+    """A value an axis sets: a float in it is finite (a candidate is written as YAML and run:
+    ``.nan`` and ``.inf`` are no setting). Said at the value's own line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number (not .inf or .nan)")
+    return value
+
+
+def _bound(value: Any) -> Any:
+    """A sampled range's bound: a finite number or a duration (``1s``), nothing else."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("a range's bound is a number or a duration such as 1s")
+    if isinstance(value, str):
+        parse_duration(value)
+    return _finite(value)
+
+
+AxisValue = Annotated[Any, AfterValidator(_finite)]
+RangeBound = Annotated[Any, AfterValidator(_bound)]
+
+
 class Sample(StrictModel):
     """A seeded Latin hypercube over ranges: ``budget`` points, each axis cut in ``budget``
     strata, one point per stratum (McKay et al. 1979)."""
 
     budget: int = Field(ge=1, le=MAX_CANDIDATES)
     seed: int = Field(0, ge=0, lt=2**63)
-    ranges: dict[str, list[Any]] = Field(min_length=1, max_length=20)
-    """Setting path -> ``[low, high]``: integers stay integers, durations (``1s``) durations."""
+    ranges: dict[str, list[RangeBound]] = Field(min_length=1, max_length=20)
+    """Setting path -> ``[low, high]``: integers stay integers, durations (``1s``) durations;
+    each bound finite (``.nan``, ``.inf`` refused at its line)."""
 
 
 class Objective(StrictModel):
@@ -99,10 +123,10 @@ class Sweep(StrictModel):
         max_length=50,
         description="other builds of the scenario taken whole as named candidates",
     )
-    points: dict[str, dict[str, Any]] = Field(
+    points: dict[str, dict[str, AxisValue]] = Field(
         default_factory=dict, max_length=100, description="named candidates: path -> value"
     )
-    grid: dict[str, list[Any]] = Field(
+    grid: dict[str, list[AxisValue]] = Field(
         default_factory=dict, max_length=20, description="path -> values; every combination"
     )
     sample: Sample | None = None

@@ -92,7 +92,8 @@ def latin_hypercube(sample: Sample, base: dict[str, Any]) -> list[dict[str, Any]
         elif isinstance(lo, int) and isinstance(hi, int) and not isinstance(lo, bool):
             columns[path] = [int(min(hi, lo + int(x * (hi - lo + 1)))) for x in u]
         else:
-            columns[path] = [round(float(lo) + x * (float(hi) - float(lo)), 3) for x in u]
+            # float(): numpy's float64 is no value the generated scenario's YAML can write
+            columns[path] = [float(round(float(lo) + x * (float(hi) - float(lo)), 3)) for x in u]
     return [{p: columns[p][i] for p in columns} for i in range(n)]
 
 

@@ -223,3 +223,33 @@ def test_a_screen_the_simulator_cannot_make_is_refused_before_a_tune_folder(
     assert "pg.capacity" in done.output
     assert done.exception is None or isinstance(done.exception, SystemExit)  # no traceback
     assert not results.exists() or not any(results.rglob("*"))
+
+
+@pytest.mark.parametrize("bound", [".nan", ".inf", "-.inf"])
+def test_a_sampled_range_bound_that_is_no_number_is_refused_at_its_line(
+    tmp_path: Path, bound: str
+) -> None:
+    """``.nan``/``.inf`` in a sample's range: said at the range's line by validate and by
+    tune (exit 2), never a YAML representer traceback (issue 32, item 5)."""
+    path = _variant(
+        tmp_path,
+        "  grid:\n    resilience4j.circuitbreaker.failure-rate-threshold: [25, 90]\n",
+        "  sample:\n    budget: 4\n    ranges:\n"
+        f"      resilience4j.circuitbreaker.failure-rate-threshold: [10, {bound}]\n  grid:\n",
+    )
+    line = _line_of(path, "failure-rate-threshold: [10,")
+    problems = _problems(path)
+    assert len(problems) == 1, problems
+    assert f"sweep.yaml:{line}:" in problems[0] and "finite" in problems[0], problems
+    for command in (["validate", str(path)], ["tune", str(path), "--plan"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert f"sweep.yaml:{line}:" in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_sampled_float_range_makes_candidates_the_scenario_can_write(tmp_path: Path) -> None:
+    """A float range's values are plain floats (numpy's float64 is no YAML the generated
+    scenario can write)."""
+    points = latin_hypercube(Sample(budget=4, seed=1, ranges={"b": [0.5, 0.9]}), {})
+    assert all(type(p["b"]) is float for p in points)
