@@ -5,7 +5,8 @@ A command's arguments and environment values (and a container's) may use
 they are filled when the build starts (``fill``), from loopback ports the
 harness picked. ``{{`` and ``}}`` are literal braces. An unknown name, or a
 placeholder in an environment variable's name, is a validation error with its
-line.
+line. So is a NUL character (a ``\\0`` escape) in any text a build hands its service
+(``no_nul``): no argument, environment value or file name can hold one.
 """
 
 from __future__ import annotations
@@ -39,6 +40,27 @@ def fill(text: str, values: Mapping[str, str]) -> str:
     return _TOKEN.sub(one, text)
 
 
+def nul_problem(text: str) -> str | None:
+    """Why ``text`` cannot be handed to a service: a NUL character, at which the operating
+    system ends an argument, an environment value or a file name (Python refuses them:
+    ``ValueError: embedded null byte``); ``None`` when it has none."""
+    at = text.find("\x00")
+    if at < 0:
+        return None
+    return (
+        f"contains a NUL character (\\0, at character {at + 1}): no program argument, "
+        "environment value, file name or property a build hands its service can hold one"
+    )
+
+
+def no_nul(text: str) -> str:
+    """Refuse a NUL character (``nul_problem``)."""
+    said = nul_problem(text)
+    if said is not None:
+        raise ValueError(said)
+    return text
+
+
 def _known_placeholders(text: str) -> str:
     unknown = [name for name in placeholders_in(text) if name not in PLACEHOLDERS]
     if unknown:
@@ -67,6 +89,7 @@ def as_text(value: object) -> object:
 Templated = Annotated[
     str,
     BeforeValidator(as_text, json_schema_input_type=str | int | float | bool),
+    AfterValidator(no_nul),
     AfterValidator(_known_placeholders),
 ]
 """Text that may use placeholders (an argument, an environment value)."""
@@ -118,3 +141,7 @@ def no_placeholders(text: str) -> str:
     if placeholders_in(text):
         raise ValueError("placeholders are filled in command and env only")
     return text
+
+
+Plain = Annotated[str, AfterValidator(no_nul), AfterValidator(no_placeholders)]
+"""Text handed over as written (a folder, a jar, a program): no placeholders, no NUL."""

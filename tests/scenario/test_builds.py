@@ -323,3 +323,65 @@ def test_the_json_schema_offers_every_kind() -> None:
         "DockerBuild",
         "UrlBuild",
     ]
+
+
+NUL = "\\0"  # YAML's escape in double quotes: a NUL character in the value
+_CMD = "    command: [python3, serve.py, '{port}']\n"
+_DENV = ', env: {P: "{port}"}'
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (f'    command: [python3, "serve{NUL}.py", "{{port}}"]\n', "command.1"),
+        (f'    command: "python3 serve{NUL}.py {{port}}"\n', "command"),
+        (f'{_CMD}    env: {{A: "x{NUL}y"}}\n', "env.A"),
+        (f'{_CMD}    cwd: "sub{NUL}dir"\n', "cwd"),
+        (f'    jar: "app{NUL}.jar"\n', "jar"),
+        (f'    jar: app.jar\n    maven: "pro{NUL}ject"\n', "maven"),
+        (f'    jar: app.jar\n    java: "ja{NUL}va"\n', "java"),
+        (f'    jar: app.jar\n    java-options: ["-Xmx1g{NUL}"]\n', "java-options.0"),
+        (f'    jar: app.jar\n    args: [--debug, "--x{NUL}"]\n', "args.1"),
+        (f'    jar: app.jar\n    properties: {{a.b: "x{NUL}"}}\n', "properties.a.b"),
+        (f'    jar: app.jar\n    properties: {{a: {{b: ["x{NUL}"]}}}}\n', "properties.a.b.0"),
+        (f'    jar: app.jar\n    properties: {{"a{NUL}b": 1}}\n', "properties.a\x00b"),
+        (f'    docker: {{image: "img{NUL}", env: {{PORT: "{{port}}"}}}}\n', "docker.image"),
+        (f'    docker: {{image: i, env: {{PORT: "{{port}}", A: "{NUL}"}}}}\n', "docker.env.A"),
+        (f'    docker: {{image: i, command: [s, "{{port}}{NUL}"]}}\n', "docker.command.1"),
+        (
+            f'    docker: {{build: {{context: "c{NUL}"}}, env: {{PORT: "{{port}}"}}}}\n',
+            "docker.build.context",
+        ),
+        (
+            f'    docker: {{build: {{context: c, dockerfile: "D{NUL}"}}{_DENV}}}\n',
+            "docker.build.dockerfile",
+        ),
+        (
+            f'    docker: {{build: {{context: c, args: {{V: "1{NUL}"}}}}{_DENV}}}\n',
+            "docker.build.args.V",
+        ),
+    ],
+)
+def test_a_nul_character_in_what_reaches_a_process_is_refused_at_its_line(
+    build: str, field: str
+) -> None:
+    """A NUL (a ``\\0`` escape) can be in no program argument, environment value or file
+    name: refused at its line by validate, never ``ValueError: embedded null byte`` in the
+    run (issue 32, item 6)."""
+    problems = _problems("builds:\n  a:\n" + build)
+    assert len(problems) == 1, problems
+    line = 7 + build.count("\n") - 1
+    assert problems[0].startswith(f"s.yaml:{line}:"), problems
+    assert f"builds.a.{field}:" in problems[0] and "NUL" in problems[0], problems
+
+
+def test_harness_validate_refuses_a_nul_in_an_environment_value_exit_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + f'builds:\n  a:\n{_CMD}    env: {{A: "x{NUL}y"}}\n')
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "s.yaml:8:" in result.output and "NUL" in result.output

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
 from harness.scenario.builds.service import ServiceBuild
-from harness.scenario.placeholders import Argv, Env, no_placeholders
+from harness.scenario.placeholders import Argv, Env, Plain
 
 
 class CommandBuild(ServiceBuild):
@@ -24,7 +24,7 @@ class CommandBuild(ServiceBuild):
     recommendation: ClassVar[Recommendation] = Recommendation.ENVIRONMENT
     simulator_model: ClassVar[SimulatorModel] = SimulatorModel.NODE_GATEWAY
     command: Argv = Field(description="argv list, or a string split like a shell would")
-    cwd: Annotated[str, AfterValidator(no_placeholders)] = Field(
+    cwd: Plain = Field(
         ".", min_length=1, description="working folder, relative to the scenario file's folder"
     )
     env: Env = Field(default_factory=dict)

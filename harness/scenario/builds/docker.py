@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 from harness.core.yamlmodel import StrictModel
 from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
 from harness.scenario.builds.service import PortChoice, ServiceBuild
-from harness.scenario.placeholders import Argv, Env, as_text, no_placeholders
+from harness.scenario.placeholders import Argv, Env, Plain, as_text, no_nul
 
 
 def _port_keys(value: object) -> object:
@@ -33,19 +33,24 @@ def _container_port(text: str) -> str:
 class DockerImageBuild(StrictModel):
     """``docker.build``: build the image first, from a folder with a Dockerfile."""
 
-    context: Annotated[str, AfterValidator(no_placeholders)] = Field(
+    context: Plain = Field(
         min_length=1, description="folder, relative to the scenario file's folder"
     )
-    dockerfile: str = Field("Dockerfile", min_length=1, description="relative to the context")
-    args: dict[str, Annotated[str, BeforeValidator(as_text)]] = Field(
-        default_factory=dict, description="build arguments (ARG)"
+    dockerfile: Annotated[str, AfterValidator(no_nul)] = Field(
+        "Dockerfile", min_length=1, description="relative to the context"
     )
+    args: dict[
+        Annotated[str, AfterValidator(no_nul)],
+        Annotated[str, BeforeValidator(as_text), AfterValidator(no_nul)],
+    ] = Field(default_factory=dict, description="build arguments (ARG)")
 
 
 class DockerSpec(StrictModel):
     """``docker:``: the container to run (an ``image``, or one ``build`` makes)."""
 
-    image: str | None = Field(None, min_length=1, pattern=r"^\S+$")
+    image: Annotated[str, AfterValidator(no_nul)] | None = Field(
+        None, min_length=1, pattern=r"^\S+$"
+    )
     build: DockerImageBuild | None = None
     env: Env = Field(default_factory=dict)
     command: Argv | None = Field(None, description="overrides the image's CMD")

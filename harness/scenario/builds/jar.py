@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
 from harness.core.durations import Duration
 from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
@@ -32,7 +32,7 @@ from harness.scenario.builds.spring_properties import (
     property_problems,
     texts,
 )
-from harness.scenario.placeholders import Templated, no_placeholders
+from harness.scenario.placeholders import Plain, Templated
 
 JVM_START_S = 180.0
 """A JVM's start-up, Spring's context and Tomcat on a loaded machine: the health default."""
@@ -71,7 +71,7 @@ def _a_mapping(value: object) -> object:
 
 Properties = Annotated[dict[str, Any], BeforeValidator(_a_mapping)]
 
-Path_ = Annotated[str, AfterValidator(no_placeholders)]
+Path_ = Plain
 
 
 class JarBuild(ServiceBuild):

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.scenario.placeholders import PLACEHOLDERS, fill, placeholders_in
+from harness.scenario.placeholders import PLACEHOLDERS, fill, nul_problem, placeholders_in
 
 YamlPath = tuple[str | int, ...]
 
@@ -101,6 +101,25 @@ def texts(value: Any, path: YamlPath) -> Iterator[tuple[YamlPath, str]]:
             yield from texts(item, (*path, i))
 
 
+def _nul_problems(properties: Mapping[str, Any], at: YamlPath) -> Iterator[tuple[YamlPath, str]]:
+    """A NUL character in a name or a text value, each at its own key: ``application.yml``
+    would carry it (as ``\\0``) into a setting of the service, a path or a URL."""
+
+    def walk(value: Any, path: YamlPath) -> Iterator[tuple[YamlPath, str]]:
+        if isinstance(value, str) and (said := nul_problem(value)) is not None:
+            yield path, said
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if (said := nul_problem(str(key))) is not None:
+                    yield (*path, key), f"the name {str(key)!r} {said}"
+                yield from walk(item, (*path, key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from walk(item, (*path, i))
+
+    yield from walk(properties, at)
+
+
 def _set_by_harness(name: tuple[str, ...], written: str) -> str | None:
     if name in HARNESS_SET:
         return (
@@ -139,7 +158,7 @@ def property_problems(properties: Mapping[str, Any], at: YamlPath) -> list[tuple
                     (path, f"unknown placeholder {{{unknown[0]}}}; known: {known} "
                      "(write {{ and }} for literal braces)")
                 )  # fmt: skip
-    return found
+    return found + list(_nul_problems(properties, at))
 
 
 _ARG = re.compile(r"^--([^=]+)(=.*)?$")
