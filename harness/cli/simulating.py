@@ -21,6 +21,7 @@ from harness.cli._app import (
     refuse_repeated_builds,
 )
 from harness.core.errors import HarnessError, InputError, RunError
+from harness.scenario.bounds import MAX_SEED
 from harness.scenario.loader import load_scenario
 
 
@@ -33,7 +34,10 @@ def simulate(
         typer.Option("--build", "-b", help="simulate only these builds (repeatable)"),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(min=0, help="another seed than the scenario's")
+        int | None,
+        typer.Option(
+            min=0, max=MAX_SEED - 1, help="another seed than the scenario's (0 to 2**63 - 1)"
+        ),
     ] = None,
 ) -> None:
     """Simulate every build the model covers (shop builds, jar builds from their
@@ -68,6 +72,8 @@ def simulate(
             scenario_text=loaded.text,
             scenario_file=str(scenario),
         )
+    except InputError as exc:
+        raise fail_input(exc) from None
     except RunError as exc:
         raise fail_run(exc) from None
     took = time.perf_counter() - started

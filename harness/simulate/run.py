@@ -35,6 +35,7 @@ from harness.results.io import (
     write_text_atomic,
 )
 from harness.results.manifest import SCHEMA, BuildRecord, ManifestRecord
+from harness.scenario.bounds import MAX_SEED
 from harness.scenario.schema import Scenario
 from harness.simulate.clock import Clock
 from harness.simulate.frames import Scraper, ledger_frame, samples_frame
@@ -45,6 +46,16 @@ from harness.simulate.shop import Request, Shop
 
 ORIGIN = 1_800_000_000.0
 """Unix time of a simulated load's start (2027-01-15): fixed, so reruns give equal files."""
+
+MAX_SIMULATED_REQUESTS = 2_000_000
+"""Requests one build's plan may hold to be simulated (rates x (warmup + duration)).
+
+The model holds a build's whole run in memory: every arrival on the event heap, every
+request's record and its samples row, about 1.7 KB a request (610,000 requests took 31 s
+and 1.07 GB at peak; 125,000 took 370 MB with the interpreter's own). Two million is about
+3.5 GB and 100 s a build, what a laptop or a CI runner of 7-8 GB still holds; the 50
+million a real run may send (``harness.scenario.bounds.MAX_PLANNED_REQUESTS``) would be
+some 85 GB. A larger plan is refused before anything starts (``plan_problem``)."""
 
 SCRAPE_PHASE = 0.37
 """Where in each interval the periodic scrapes fall: off the arrivals' grid (a constant
@@ -109,6 +120,32 @@ def simulate_build(scenario: Scenario, service: Service, seed: int) -> Simulated
     )
 
 
+def planned_requests(scenario: Scenario) -> int:
+    """Requests one build's plan sends, every endpoint together (each build sends the same)."""
+    plan = load_plan(scenario)
+    return sum(plan.planned_count(name) for name in plan.endpoints)
+
+
+def plan_problem(scenario: Scenario) -> str | None:
+    """Why the simulator cannot hold the scenario's plan (``MAX_SIMULATED_REQUESTS``)."""
+    planned = planned_requests(scenario)
+    if planned <= MAX_SIMULATED_REQUESTS:
+        return None
+    return (
+        f"each build's plan is {planned:,} requests (rates x (warmup + duration)); the "
+        f"simulator holds a build's whole run in memory and simulates at most "
+        f"{MAX_SIMULATED_REQUESTS:,}: shorten the scenario (warmup, duration) or lower the "
+        "rates (or stages) to simulate it"
+    )
+
+
+def seed_problem(seed: int) -> str | None:
+    """Why ``seed`` cannot replace the scenario's: a scenario's seed is in ``[0, 2**63)``."""
+    if 0 <= seed < MAX_SEED:
+        return None
+    return f"seed {seed} is out of range: a seed is from 0 to {MAX_SEED - 1}"
+
+
 def not_modelled_in(scenario: Scenario) -> list[str]:
     """What of the scenario itself the model leaves out (its figures would be wrong, not
     rough): clients that retry, a gateway with finite capacity and caps on the target."""
@@ -131,9 +168,12 @@ def modelled(
     scenario: Scenario, builds: Sequence[str] | None = None
 ) -> tuple[list[Service], list[NotModelled]]:
     """The builds the simulator models (of ``builds``, or all) and those it cannot; an
-    ``InputError`` for what of the scenario itself it cannot (``not_modelled_in``)."""
+    ``InputError`` for what of the scenario itself it cannot (``not_modelled_in``) or a
+    plan larger than it holds (``plan_problem``)."""
     if problems := not_modelled_in(scenario):
         raise InputError("the simulator cannot model this scenario: " + "; ".join(problems))
+    if (too_large := plan_problem(scenario)) is not None:
+        raise InputError(too_large)
     names = list(builds) if builds is not None else list(scenario.builds)
     unknown = [n for n in names if n not in scenario.builds]
     if unknown:
@@ -164,9 +204,12 @@ def simulate_run(
     manifest lists only those simulated): ``modelled`` says which.
 
     ``scenario_text``: the scenario file's text, copied as ``scenario.yaml``; without
-    it the scenario is written back from its model.
+    it the scenario is written back from its model. A ``seed`` out of the scenario's own
+    range is an ``InputError`` before anything is written.
     """
     if seed is not None:
+        if (said := seed_problem(seed)) is not None:
+            raise InputError(said)
         scenario = scenario.model_copy(update={"seed": seed})
     services, refused = modelled(scenario, builds)
     if not services:

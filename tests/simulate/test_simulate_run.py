@@ -7,13 +7,15 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.core.errors import InputError
 from harness.report.make import make_report
 from harness.results.model import load
 from harness.scenario.loader import load_scenario
-from harness.simulate import simulate_run
+from harness.simulate import modelled, simulate_run
 from harness.simulate.services import service_of, spring_settings
 
 SCENARIO = """\
@@ -245,3 +247,53 @@ def test_clients_that_retry_are_refused_not_simulated_without_them(tmp_path: Pat
     assert result.exit_code == 2, result.output
     assert "traffic.products.retry (clients that retry)" in result.output
     assert not list((tmp_path / "out").glob("sim/*"))
+
+
+def _must_not_simulate(*args: object, **kwargs: object) -> Path:
+    raise AssertionError("simulate_run was called: the input should have been refused first")
+
+
+def test_a_seed_beyond_64_bits_is_refused_before_a_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--seed`` past the scenario's own range ``[0, 2**63)``: exit 2 saying the range, and
+    no run folder (it was made, and the error put in its copy of the scenario; issue 32,
+    item 7)."""
+    path = scenario_file(tmp_path)
+    out = tmp_path / "out"
+    for seed in (2**63, 2**64 + 5):
+        result = CliRunner().invoke(
+            app, ["simulate", str(path), "--results", str(out), "--seed", str(seed)]
+        )
+        assert result.exit_code == 2, result.output
+        assert str(2**63 - 1) in result.output  # the range said
+        assert not out.exists() or not any(out.rglob("*"))
+    loaded = load_scenario(path)
+    with pytest.raises(InputError, match="seed"):
+        simulate_run(loaded.scenario, out, seed=2**64)
+    assert not out.exists() or not any(out.rglob("*"))
+
+
+def test_a_plan_larger_than_the_simulator_holds_is_refused_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """50 million requests a build (610,000 took 31 s and 1.07 GB): refused, exit 2, with
+    the plan's size, the bound and what to do, before any folder (issue 32, item 7)."""
+    text = SCENARIO.replace("rate: 10,", "rate: 10000,").replace("duration: 12s", "duration: 300s")
+    text = text.replace("start: 9s, duration: 3s", "start: 9s, duration: 291s")
+    from harness.simulate.run import MAX_SIMULATED_REQUESTS
+
+    path = scenario_file(tmp_path, text)
+    loaded = load_scenario(path)
+    planned = 10_005 * 301  # (10,000 + 5)/s x (warmup + duration)
+    with pytest.raises(InputError) as caught:
+        modelled(loaded.scenario)
+    said = str(caught.value)
+    assert f"{planned:,}" in said and f"{MAX_SIMULATED_REQUESTS:,}" in said, said
+    assert "shorten" in said and "rate" in said
+    monkeypatch.setattr("harness.simulate.simulate_run", _must_not_simulate)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["simulate", str(path), "--results", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"{planned:,}" in result.output
+    assert not out.exists() or not any(out.rglob("*"))
