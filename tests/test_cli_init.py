@@ -158,3 +158,15 @@ def test_a_spring_boot_jar_starter_has_jar_builds_that_differ_only_by_properties
     assert other[0] == EXIT_INPUT and "--preset spring-boot" in other[1]
     two = init(tmp_path / "o.yaml", "--jar", jar, "--command", "java -jar x.jar")
     assert two[0] == EXIT_INPUT and "not --command and --jar" in two[1]
+
+
+def test_a_jar_that_is_not_there_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    """``--jar /nope/app.jar`` wrote a starter that validate then refused (issue 32, item 11)."""
+    path = tmp_path / "scenario.yaml"
+    missing = tmp_path / "nope" / "app.jar"
+    code, output = init(path, "--jar", missing)
+    assert code == EXIT_INPUT, output
+    assert str(missing) in output.replace("\n", "")
+    folder = init(path, "--jar", tmp_path)
+    assert folder[0] == EXIT_INPUT, folder[1]
+    assert list(tmp_path.iterdir()) == []

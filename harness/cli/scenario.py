@@ -115,6 +115,12 @@ def init(
             raise InputError(f"{SCHEMA_FILE} is the schema's name; give the scenario another")
         if (path.exists() or path.is_symlink()) and not force:
             raise InputError(f"{path} exists; --force overwrites it")
+        if jar is not None and not jar.is_file():
+            # validate would refuse the starter's builds at their jar: key (it checks the file)
+            raise InputError(
+                f"--jar {jar} is not a file (looked for {jar.absolute()}): build the jar "
+                "first, or give the path of one; nothing written"
+            )
         text = starter_scenario(
             preset.value,
             command=command,

@@ -214,9 +214,10 @@ class Leftovers(Protocol):
         """
 
 
-RemoteCheck = Callable[[str, Any, bool, bool], None]
-"""``(build name, build, the scenario allows, the command line allows)``: raises
-``InputError`` (exit 2) when the build sends off this machine without both."""
+RemoteCheck = Callable[[str, Any, bool, bool], list[str]]
+"""``(build name, build, the scenario allows, the command line allows)``: each address the
+build sends to off this machine without both, in words (``check_remote`` refuses them all
+at once, exit 2)."""
 
 
 def _every(build: Any) -> bool:

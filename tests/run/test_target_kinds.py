@@ -275,3 +275,21 @@ def test_the_tiny_service_fixture_starts_and_stops(tmp_path: Path) -> None:
         rest = proc.stdout.read()
         proc.stdout.close()
     assert code == 0 and "tiny service stopped" in rest
+
+
+def test_every_build_off_this_machine_is_said_in_one_refusal() -> None:
+    """Two url builds (one with a remote metrics-url too) without --allow-remote: one error
+    naming each address, not the first build alone (issue 32, item 11)."""
+    text = HEAD + (
+        "allow-remote: true\nbuilds:\n"
+        "  far: {url: 'http://10.0.0.5:8080'}\n"
+        "  near: {url: 'http://127.0.0.1:8080'}\n"
+        "  farther: {url: 'http://10.0.0.6:8080', metrics-url: 'http://10.0.0.7:9/metrics'}\n"
+    )
+    scenario = load_scenario_text(text).scenario
+    with pytest.raises(InputError) as caught:
+        check_remote(scenario, ["far", "near", "farther"], allowed=False)
+    said = str(caught.value)
+    for address in ("10.0.0.5:8080", "10.0.0.6:8080", "10.0.0.7:9"):
+        assert address in said, said
+    assert "'near'" not in said and "add --allow-remote" in said

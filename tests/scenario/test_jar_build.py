@@ -255,3 +255,74 @@ def test_the_written_properties_are_yaml_spring_reads_as_written() -> None:
         "c": 1.5,
         "d": ["x", "yes"],
     }
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["-jar", "-cp", "-classpath", "--class-path", "--class-path=lib/*", "-m", "--module",
+     "--module=app/app.Main"],
+)  # fmt: skip
+def test_a_java_option_that_changes_what_runs_is_refused_at_its_line(option: str) -> None:
+    """``java-options: [-jar, other.jar]`` ran another jar (issue 32, item 11)."""
+    problems = _problems(
+        f"builds:\n  a:\n    jar: app.jar\n    java-options:\n      - -Xmx1g\n      - '{option}'\n"
+        "      - other.jar\n"
+    )
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("s.yaml:10:"), problems
+    assert "builds.a.java-options.1" in problems[0] and "jar:" in problems[0]
+
+
+def test_java_options_that_leave_what_runs_alone_are_kept() -> None:
+    (build,) = _builds(
+        "builds:\n  a:\n    jar: app.jar\n"
+        "    java-options: [-Xmx1g, -XX:+UseG1GC, -Dfoo=bar, --add-opens=java.base/x=ALL-UNNAMED,"
+        " -ea, -verbose:gc]\n"
+    ).values()
+    assert len(build.java_options) == 6
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "spring.config.import: optional:file:./other.yml",
+        "spring.config.import: [a.yml, b.yml]",
+        "spring.config.import[0]: a.yml",
+        "spring: {config: {import: a.yml}}",
+        "spring.config: {import: a.yml}",
+        "spring.config.location: file:/etc/app/",
+        "spring: {config: {location: file:/etc/app/}}",
+        "spring.config.additional-location: file:/etc/app/",
+        "spring.config.additionalLocation: file:/etc/app/",
+        "spring: {config: {additional-location: file:/etc/app/}}",
+        "spring.config.name: other",
+        "Spring.Config.Name: other",
+        "spring: {config: {name: other}}",
+    ],
+)
+def test_spring_config_names_that_outrank_the_harness_s_file_are_refused(written: str) -> None:
+    """What Spring reads its files from, and files imported over the harness's (issue 32,
+    item 11), refused as ``server.port`` is."""
+    problems = _problems(f"builds:\n  a:\n    jar: app.jar\n    properties:\n      {written}\n")
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("s.yaml:9:"), problems
+    assert "spring.config" in problems[0] and "remove it" in problems[0], problems
+
+
+def test_spring_config_names_in_arguments_are_refused_too() -> None:
+    problems = _problems(
+        "builds:\n  a:\n    jar: app.jar\n"
+        "    java-options: [-Dspring.config.import=file:x.yml]\n"
+        "    args: [--spring.config.location=file:/etc/, --spring.config.name=other]\n"
+    )
+    assert len(problems) == 3, problems
+    assert "java-options.0" in problems[0] and "args.0" in problems[1]
+    assert "args.1" in problems[2]
+
+
+def test_other_spring_config_names_are_kept() -> None:
+    (build,) = _builds(
+        "builds:\n  a:\n    jar: app.jar\n    properties:\n"
+        "      spring.config.activate.on-profile: x\n      spring.application.name: shop\n"
+    ).values()
+    assert len(build.properties) == 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.core.errors import RunError
+from harness.core.errors import InputError, RunError
 from harness.run.kinds.command.target import KIND as COMMAND
 from harness.run.kinds.docker.target import KIND as DOCKER
 from harness.run.kinds.jar.target import KIND as JAR
@@ -47,14 +47,17 @@ def target_for(build: Any) -> Target:
 def check_remote(scenario: Scenario, builds: Iterable[str], allowed: bool) -> None:
     """Refuse traffic off this machine unless the scenario and the command line both allow it.
 
-    ``allowed`` is the command line's word (``--allow-remote``); each build's kind checks
-    its own addresses (``Kind.check_remote``) and raises ``InputError``.
+    ``allowed`` is the command line's word (``--allow-remote``); each build's kind says
+    its own addresses (``Kind.check_remote``), and one ``InputError`` lists every one.
     """
+    found: list[str] = []
     for name in builds:
         build = scenario.builds[name]
         check = kind_of(build).check_remote
         if check is not None:
-            check(name, build, scenario.allow_remote, allowed)
+            found += check(name, build, scenario.allow_remote, allowed)
+    if found:
+        raise InputError("\n".join(found))
 
 
 def leftovers_of(builds: Iterable[Any]) -> list[Leftovers]:

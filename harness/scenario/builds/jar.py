@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from harness.core.durations import Duration
 from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
@@ -73,6 +73,24 @@ Properties = Annotated[dict[str, Any], BeforeValidator(_a_mapping)]
 
 Path_ = Plain
 
+LAUNCH_OPTIONS = ("-jar", "-cp", "-classpath", "--class-path", "-m", "--module")
+"""Java options that choose what ``java`` runs (another jar, a class path, a module): the
+harness runs the build's ``jar`` with ``-jar`` itself, after the build's options."""
+
+
+def _leaves_the_jar_alone(option: str) -> str:
+    name = option.split("=", 1)[0] if option.startswith("--") else option
+    if name in LAUNCH_OPTIONS:
+        raise ValueError(
+            f"{option!r} changes what java runs; the harness runs the build's jar itself "
+            "(java <java-options> -jar <jar>): give the jar as jar:, and the program's own "
+            "arguments in args"
+        )
+    return option
+
+
+JavaOption = Annotated[Templated, AfterValidator(_leaves_the_jar_alone)]
+
 
 class JarBuild(ServiceBuild):
     """A Spring Boot jar the harness starts with ``java -jar`` and the build's properties."""
@@ -88,7 +106,7 @@ class JarBuild(ServiceBuild):
         "when the jar is missing or older than its pom.xml or src/",
     )
     java: Path_ = Field("java", min_length=1, description="the java to run: on PATH, or a path")
-    java_options: list[Templated] = Field(
+    java_options: list[JavaOption] = Field(
         default_factory=list, description="before -jar (-Xmx512m ...)"
     )
     args: list[Templated] = Field(default_factory=list, description="after the jar")

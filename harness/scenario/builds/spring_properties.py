@@ -30,6 +30,16 @@ HARNESS_SET: dict[tuple[str, ...], str] = {
 }
 """Names the harness sets in every jar build's ``application.yml``, and to what."""
 
+SPRING_CONFIG: dict[tuple[str, ...], str] = {
+    ("spring", "config", "import"): "imports other files, whose properties outrank the harness's",
+    ("spring", "config", "location"): "replaces the places Spring reads its files from",
+    ("spring", "config", "additionallocation"): "is how the harness hands the jar its file",
+    ("spring", "config", "name"): "renames the files Spring reads",
+}
+"""Names that decide which files Spring reads (and in what order), which the harness
+decides: its ``application.yml`` (the ports among it) must outrank the jar's. Refused with
+anything under them (``spring.config.import[0]``)."""
+
 ADDITIONAL_LOCATION = ("spring", "config", "additionallocation")
 """``--spring.config.additional-location``: how the harness hands the file to the jar."""
 
@@ -125,6 +135,12 @@ def _set_by_harness(name: tuple[str, ...], written: str) -> str | None:
         return (
             f"{written} is {dotted(name)} to Spring, which the harness sets ("
             f"{HARNESS_SET[name]}) so that it knows where the service answers; remove it"
+        )
+    if name[:3] in SPRING_CONFIG:
+        return (
+            f"{written} is {dotted(name)} to Spring, which {SPRING_CONFIG[name[:3]]}: the "
+            "harness decides which files the jar reads (its own, with the ports it picked, "
+            "over the jar's), so that it knows where the service answers; remove it"
         )
     return None
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core.errors import InputError
 from harness.run.kinds.service import ServiceTarget
 from harness.run.targets import Kind, Launch, TargetContext
 from harness.scenario.builds.url import UrlBuild, remote
@@ -34,24 +33,24 @@ class UrlTarget(ServiceTarget[UrlBuild]):
         """Nothing to collect: the service keeps its own records."""
 
 
-def refuse_remote(name: str, build: UrlBuild, scenario_allows: bool, allowed: bool) -> None:
-    """Refuse traffic off this machine unless the scenario and the command line both allow it.
-
-    ``allowed`` is the command line's word (``--allow-remote``); raises ``InputError``.
-    """
+def refuse_remote(name: str, build: UrlBuild, scenario_allows: bool, allowed: bool) -> list[str]:
+    """Every address of the build off this machine that the scenario and the command line do
+    not both allow, each in words (``allowed``: the command line's ``--allow-remote``)."""
+    found: list[str] = []
     for key, url in build.addresses().items():
         if not remote(url):
             continue
         if not scenario_allows:
-            raise InputError(
+            found.append(
                 f"build {name!r}: {key} {url} is not on this machine; the scenario must "
                 "say allow-remote: true (and harness run be given --allow-remote)"
             )
-        if not allowed:
-            raise InputError(
+        elif not allowed:
+            found.append(
                 f"build {name!r}: {key} {url} is not on this machine; the scenario allows "
                 "it (allow-remote: true), and the command line must too: add --allow-remote"
             )
+    return found
 
 
 KIND = Kind("url", UrlBuild, UrlTarget, check_remote=refuse_remote)
