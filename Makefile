@@ -1,8 +1,10 @@
 # Two commands on a fresh machine with Python 3.11:
 #   make demo   creates .venv, installs harness, runs scenarios/quickstart.yaml
-#   make test   installs what the tests use (Debian packages as root, npm packages, .venv with
-#               the dev tools), runs ruff, mypy, the import contracts and the tests: the unit
-#               tests in parallel, then the integration tests in four lanes (tests/lanes.py)
+#   make test   installs .venv with the dev tools, runs ruff, mypy, the import contracts and
+#               the tests: the unit tests in parallel while what the integration tests use
+#               is installed beside them (Debian packages as root, the Docker base image,
+#               npm packages, the spring-shop jar), then the integration tests in four lanes
+#               (tests/lanes.py)
 # and for the edit loop:
 #   make check  ruff, mypy, the import contracts and the unit tests in parallel (no
 #               integration test, nothing installed but .venv; 1-2 minutes on 2 cores)
@@ -59,8 +61,11 @@ lint: $(VENV)/.dev-installed
 JOBS ?= auto
 INTEGRATION_JOBS ?= 4
 
-test: lint system-deps node-deps spring-jar
-	PYTEST=$(BIN)/pytest JOBS=$(JOBS) INTEGRATION_JOBS=$(INTEGRATION_JOBS) bash .ci/pytest-halves.sh all
+# What only the integration half needs is made beside the unit half (SETUP in the script).
+test: lint
+	PYTEST=$(BIN)/pytest JOBS=$(JOBS) INTEGRATION_JOBS=$(INTEGRATION_JOBS) \
+	  SETUP="$(MAKE) --no-print-directory system-deps node-deps spring-jar" \
+	  bash .ci/pytest-halves.sh all
 
 check: lint
 	PYTEST=$(BIN)/pytest JOBS=$(JOBS) bash .ci/pytest-halves.sh unit
