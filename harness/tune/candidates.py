@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from harness.core.durations import parse_duration
+from harness.scenario.bounds import MAX_NAME_CHARS
 from harness.scenario.sweep import Sample, Sweep
 from harness.tune.paths import MISSING, get_path, set_path
 
@@ -74,7 +75,7 @@ def value_text(value: Any) -> str:
 
 def candidate_name(values: dict[str, Any], abbrev: dict[str, str]) -> str:
     """``{failure-rate-threshold: 50, sliding-window-size: 100}`` -> ``frt50-sws100``."""
-    return "-".join(f"{abbrev[p]}{value_text(v)}" for p, v in values.items())[:100]
+    return "-".join(f"{abbrev[p]}{value_text(v)}" for p, v in values.items())[:MAX_NAME_CHARS]
 
 
 def latin_hypercube(sample: Sample, base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,15 +142,41 @@ def _plain(value: Any) -> Any:
 
 def _distinct(found: list[Candidate], axes: list[str], current: dict[str, Any]) -> list[Candidate]:
     """One candidate per distinct build mapping; later ones become the first's aliases.
-    Every candidate's ``values`` are completed with the base's for the axes it leaves."""
+    Every candidate's ``values`` are completed with the base's for the axes it leaves.
+
+    Names are unique by construction: a name an earlier candidate (or alias) already has,
+    for another build, gets ``-2``, ``-3``... (``a.b`` and ``apb``, ``a/b`` and ``a_b``,
+    25 and 25.0, values cut to one prefix all name alike), so what runs under a name is
+    that candidate's build and nothing else. The base, included builds and points come
+    first, so a name the sweep gives is kept and a made one moves aside."""
     seen: dict[str, Candidate] = {}
+    taken: set[str] = set()
     for candidate in found:
         for path in axes:
             if path not in candidate.values:
                 candidate.values[path] = current[path]
         key = json.dumps(candidate.build, sort_keys=True, default=str)
-        if key in seen:
-            seen[key].aliases.append(candidate.name)
+        first = seen.get(key)
+        if first is not None and candidate.name in (first.name, *first.aliases):
+            continue  # the very same build under the very same name: nothing new
+        candidate.name = _free(candidate.name, taken)
+        taken.add(candidate.name)
+        if first is not None:
+            first.aliases.append(candidate.name)
         else:
             seen[key] = candidate
     return list(seen.values())
+
+
+def _free(name: str, taken: set[str]) -> str:
+    """``name``, or ``name-2``, ``name-3``... the first no other candidate has (cut to
+    ``MAX_NAME_CHARS`` with the suffix kept)."""
+    if name not in taken:
+        return name
+    n = 2
+    while True:
+        suffix = f"-{n}"
+        free = name[: MAX_NAME_CHARS - len(suffix)] + suffix
+        if free not in taken:
+            return free
+        n += 1

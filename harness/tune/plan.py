@@ -139,6 +139,14 @@ def load_plan(
     for name in [sweep.base, *sweep.include]:
         if name not in builds:
             say(("sweep", "base"), "sweep", f"no build {name!r}; builds: {list(builds)}")
+    for name in sweep.points:
+        if name in (sweep.base, *sweep.include):
+            say(
+                ("sweep", "points", name),
+                f"sweep.points.{name}",
+                f"point {name!r} has the name of build {name!r}, a candidate too: name the "
+                "point apart (a candidate's name says what ran)",
+            )
     if problems:
         raise ScenarioError(problems)
     axes = axes_of(sweep)

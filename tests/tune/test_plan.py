@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -11,8 +13,11 @@ from harness.cli import app
 from harness.core.errors import ScenarioError
 from harness.scenario.sweep import Sample
 from harness.tune.candidates import abbreviation, latin_hypercube
+from harness.tune.folder import TuneFolder
 from harness.tune.paths import get_path, set_path
 from harness.tune.plan import MAX_REAL_RUNS, cut_to_phase, load_plan
+from harness.tune.report import tune_result
+from tests.tune.test_rank import _build as _rank_build
 
 ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "scenarios/ci/tune-short.yaml"
@@ -253,3 +258,102 @@ def test_a_sampled_float_range_makes_candidates_the_scenario_can_write(tmp_path:
     scenario can write)."""
     points = latin_hypercube(Sample(budget=4, seed=1, ranges={"b": [0.5, 0.9]}), {})
     assert all(type(p["b"]) is float for p in points)
+
+
+def _colliding_command_sweep(tmp_path: Path) -> Path:
+    """Axis values a candidate's name cannot tell apart (``a.b``/``apb``, ``a/b``/``a_b``,
+    two long values cut to one prefix) and a point named as a grid candidate would be."""
+    long = "x" * 120
+    path = tmp_path / "cmd.yaml"
+    path.write_text(
+        "name: cmd\nduration: 3s\ntraffic: {a: {path: /, rate: 1}}\n"
+        "builds:\n  svc:\n    command: [node, server.js]\n"
+        "    env: {PORT: '{port}', MODE: plain, LIMIT: '5'}\n"
+        "sweep:\n  base: svc\n"
+        "  points:\n    modea_b: {env.LIMIT: '7'}\n"
+        f"  grid:\n    env.MODE: [a.b, apb, a/b, a_b, {long}1, {long}2]\n"
+        "  abbrev: {env.MODE: mode, env.LIMIT: lim}\n"
+        "  objective: {minimize: a.p99}\n  front: [a.p99, a.error_pct]\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _colliding_shop_sweep(tmp_path: Path) -> Path:
+    """25 and 25.0 on one axis, and a point named as the grid's ``fr25-w10``."""
+    path = _variant(
+        tmp_path, "failure-rate-threshold: [25, 90]", "failure-rate-threshold: [25, 25.0]"
+    )
+    text = path.read_text().replace(
+        "  grid:\n",
+        f"  points:\n    fr25-w10: {{{CB}.failure-rate-threshold: 30, "
+        f"{CB}.sliding-window-size: 10}}\n  grid:\n",
+        1,
+    )
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("make", [_colliding_command_sweep, _colliding_shop_sweep])
+def test_candidates_whose_names_would_collide_each_get_a_name_of_their_own(
+    tmp_path: Path, make: Any
+) -> None:
+    """Every candidate (and alias) a name no other has, and what runs under that name is
+    that candidate's build (issue 32, item 1: only one of each pair ran, both rows showed
+    its figures)."""
+    plan = load_plan(make(tmp_path))
+    names = [n for c in plan.candidates for n in (c.name, *c.aliases)]
+    assert len(names) == len(set(names)), names
+    assert all(len(n) <= 100 for n in names)
+    for c in plan.candidates:
+        assert plan.candidate(c.name) is c
+    for batch in plan.batches():
+        builds = plan.loaded(batch).scenario.builds
+        assert list(builds) == [c.name for c in batch]
+
+
+def _cmd_build(p99: float) -> dict[str, Any]:
+    return {"status": "completed", "endpoints": {"a": {"latency_s": {"p99": p99}, "error_pct": 0}}}
+
+
+@pytest.mark.parametrize("make", [_colliding_command_sweep, _colliding_shop_sweep])
+def test_the_recommendation_is_the_settings_of_the_candidate_that_ran(
+    tmp_path: Path, make: Any
+) -> None:
+    """Whichever candidate is best, the settings printed are the ones it ran with (issue 32,
+    item 1: ``export MODE=a/b`` was printed although only ``MODE=a_b`` ran)."""
+    plan = load_plan(make(tmp_path))
+    is_cmd = plan.sweep.base == "svc"
+    for i, best in enumerate(plan.candidates):
+        folder = TuneFolder.create(tmp_path / str(i), plan, 1)
+        if is_cmd:
+            builds = {c.name: _cmd_build(0.1 if c is best else 0.5) for c in plan.candidates}
+        else:
+            figures = {c.name: (0.1 if c is best else 0.5, 1.0, 99.0) for c in plan.candidates}
+            builds = {n: _rank_build(*v) for n, v in figures.items()}
+        run = folder.runs / "x" / "run"
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text("{}")
+        (run / "report.json").write_text(json.dumps({"builds": builds}))
+        result = tune_result(folder, plan)
+        assert result["recommended"] == best.name
+        text = result["recommended_config"]["text"]
+        if is_cmd:
+            assert f"export MODE={best.values['env.MODE']}\n" in text.replace("'", ""), text
+        else:
+            frt = best.values[f"{CB}.failure-rate-threshold"]
+            assert f"failure-rate-threshold: {frt}\n" in text, (best.name, text)
+
+
+def test_a_point_named_as_a_build_it_runs_beside_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A point's name is the sweep's word for it: one a build taken as a candidate already
+    has is refused at the point's line, exit 2, never renamed (issue 32, item 1)."""
+    path = _variant(
+        tmp_path,
+        "  grid:\n",
+        f"  points:\n    current: {{{CB}.failure-rate-threshold: 30}}\n  grid:\n",
+    )
+    problems = _problems(path)
+    line = _line_of(path, "    current: {")
+    assert len(problems) == 1 and f"sweep.yaml:{line}:" in problems[0], problems
+    assert "current" in problems[0] and "name" in problems[0]
