@@ -175,13 +175,19 @@ def _screen(folder: TuneFolder, plan: Plan, simulate: Simulate) -> list[str]:
 def _run_missing(folder: TuneFolder, plan: Plan, chosen: list[str] | None = None) -> int:
     """Run every candidate (or every ``chosen`` one) not finished yet."""
     done = set(folder.finished())
+    failed = folder.failures()
     todo = [
         c.name
         for c in plan.candidates
-        if c.name not in done and (chosen is None or c.name in chosen)
+        if c.name not in done and c.name not in failed and (chosen is None or c.name in chosen)
     ]
     if done:
         _say(f"{len(done)} candidate(s) already finished; running the {len(todo)} missing")
+    if failed:
+        _say(
+            f"not retried, they could not be run: {', '.join(failed)} (delete "
+            f"{folder.failed_record} to try them again)"
+        )
     return _run_names(folder, plan, todo)
 
 
@@ -214,7 +220,8 @@ def _refine(folder: TuneFolder, plan: Plan, repeats: int) -> int:
         )
     rounds = folder.rounds()
     for i in range(record["repeats"]):
-        picked = [p["name"] for p in record["picked"]]
+        failed = folder.failures()
+        picked = [p["name"] for p in record["picked"] if p["name"] not in failed]
         todo = [n for n in picked if len(rounds.get(n, [])) <= i + 1]
         if not todo:
             continue
@@ -227,14 +234,21 @@ def _refine(folder: TuneFolder, plan: Plan, repeats: int) -> int:
 
 
 def _run_names(folder: TuneFolder, plan: Plan, todo: list[str]) -> int:
-    """Run the named candidates, in batches (one ``harness run`` folder each)."""
+    """Run the named candidates, in batches (one ``harness run`` folder each). A candidate
+    that cannot be run (its build fails: its target does not start) is recorded failed
+    (``TuneFolder.record_failure``) and the others go on, in a new run folder; a failure no
+    candidate can be blamed for (nothing of the tune has run yet, or no build failed) stops
+    the tune, exit 3, as ``harness run`` would."""
     from harness.cli.running import progress_listener
     from harness.gates.abort import GateAbort, abort_gates
     from harness.run.experiment import Experiment
 
     stop_on_signals()
     view, listener = progress_listener()
-    for batch in plan.batches(todo):
+    todo = list(todo)
+    while todo:
+        batch = plan.batches(todo)[0]
+        experiment: Experiment | None = None
         try:
             loaded = plan.loaded(batch, abort=True)  # constraints cut to a phase stop early
             stop = GateAbort(loaded.scenario) if abort_gates(loaded.scenario) else None
@@ -243,6 +257,7 @@ def _run_names(folder: TuneFolder, plan: Plan, todo: list[str]) -> int:
             )
             view.builds = experiment.manifest.builds  # says which gate stopped a build
             experiment.run()
+            todo = [n for n in todo if n not in {c.name for c in batch}]
         except KeyboardInterrupt:
             view.stop_live()
             err.print(
@@ -257,11 +272,40 @@ def _run_names(folder: TuneFolder, plan: Plan, todo: list[str]) -> int:
             raise fail_input(exc) from None
         except RunError as exc:
             view.stop_live()
-            err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
-            return EXIT_RUN
+            blamed = _blamed(folder, experiment)
+            if blamed is None:
+                err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
+                return EXIT_RUN
+            name, error, ran = blamed
+            folder.record_failure(name, error, experiment.run_dir if experiment else None)
+            err.print(
+                f"candidate {name} failed: {error}. Recorded infeasible (not retried by "
+                f"--resume); going on with the next.",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            todo = [n for n in todo if n != name and n not in ran]
         finally:
             view.stop_live()
     return EXIT_OK
+
+
+def _blamed(folder: TuneFolder, experiment: Any) -> tuple[str, str, set[str]] | None:
+    """(the candidate a failed run failed at, why, the candidates it ran), or None when no
+    candidate is to blame: no build failed (the run could not begin), or nothing of this
+    tune has run yet (the base runs first: when it cannot start either, the machine is
+    more likely at fault than the settings, and ``--resume`` tries again)."""
+    from harness.tune.rank import FINISHED
+
+    if experiment is None:
+        return None
+    builds = list(experiment.manifest.builds.values())
+    ran = {str(b["build"]) for b in builds if b.get("status") in FINISHED}
+    failed = [b for b in builds if b.get("status") == "failed"]
+    if not failed or not (ran or folder.finished()):
+        return None
+    return str(failed[-1]["build"]), str(failed[-1].get("error") or "it failed"), ran
 
 
 def _report(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
@@ -274,6 +318,8 @@ def _report(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
         verdict = (
             "not run"
             if c["measured"] == "missing"
+            else f"failed: {c['error']}"
+            if c["measured"] == "failed"
             else ("feasible" if c["feasible"] else "infeasible")
         )
         mark = " (current)" if c["origin"] == "current" else ""
@@ -327,6 +373,8 @@ def _verdict(result: dict[str, Any], check: str | None) -> int:
         if ok
         else "not run"
         if found["measured"] == "missing"
+        else f"could not be run: {found['error']}"
+        if found["measured"] == "failed"
         else "fails a constraint"
         if not found["feasible"]
         else f"dominated (front: {', '.join(result['front'])})"

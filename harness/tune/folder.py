@@ -5,6 +5,8 @@
 ``harness run`` folders, one per batch and per ``--resume``), and the report
 (``tune.json``, ``tune.md``, ``front.png``). A candidate is finished when a run's report
 has it ``completed`` (or ``aborted`` by the early stop); the latest run that has it wins.
+``failed.json`` names the candidates that could not be run (their target did not start),
+with why: infeasible, and not retried.
 """
 
 from __future__ import annotations
@@ -85,6 +87,26 @@ class TuneFolder:
         if not self.refine_record.is_file():
             return None
         return cast(dict[str, Any], json.loads(self.refine_record.read_text(encoding="utf-8")))
+
+    @property
+    def failed_record(self) -> Path:
+        """Candidates that could not be run (``record_failure``): not retried by ``--resume``."""
+        return self.path / "failed.json"
+
+    def failures(self) -> dict[str, dict[str, str]]:
+        """Candidate -> ``{"error", "run"}``: why it could not be run, and the run folder
+        (relative) that says so."""
+        if not self.failed_record.is_file():
+            return {}
+        return cast(dict[str, dict[str, str]], json.loads(self.failed_record.read_text("utf-8")))
+
+    def record_failure(self, name: str, error: str, run_dir: Path | None) -> None:
+        """``name`` could not be run (its target did not start): kept as failed, infeasible
+        with ``error``, and not tried again."""
+        record = self.failures()
+        run = "" if run_dir is None else str(run_dir.relative_to(self.path))
+        record[name] = {"error": error, "run": run}
+        write_text_atomic(self.failed_record, json.dumps(record, indent=2))
 
     def finished(self) -> dict[str, tuple[Report, Path]]:
         """Candidate -> the report it last finished in and that run's folder."""

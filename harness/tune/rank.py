@@ -44,7 +44,8 @@ class Outcome:
     origin: str
     values: dict[str, Any]
     measured: str
-    """``measured`` (a real run), ``simulated``, ``missing`` (not run yet)."""
+    """``measured`` (a real run), ``simulated``, ``missing`` (not run yet), ``failed`` (it
+    could not be run: its target did not start; ``error`` says why)."""
     status: str = ""
     run: str = ""
     objective: float | None = None
@@ -61,11 +62,13 @@ class Outcome:
     on_front: bool = False
     aliases: list[str] = field(default_factory=list)
     abort: dict[str, Any] | None = None
+    error: str = ""
+    """Why it could not be run (``measured`` is ``failed``)."""
 
     @property
     def feasible(self) -> bool:
         return (
-            self.measured != "missing"
+            self.measured not in ("missing", "failed")
             and self.status != "aborted"
             and all(c.verdict == "pass" for c in self.checks)
         )
@@ -133,7 +136,7 @@ def rank(plan: Plan, outcomes: list[Outcome]) -> list[Outcome]:
 
     def key(o: Outcome) -> tuple[int, int, float, str]:
         value = math.inf if o.objective is None else sign * o.objective
-        tier = {"measured": 0, "simulated": 1}.get(o.measured, 2)
+        tier = {"measured": 0, "failed": 0, "simulated": 1}.get(o.measured, 2)
         return (tier, not o.feasible, value, o.name)
 
     ordered = sorted(outcomes, key=key)
@@ -190,6 +193,8 @@ def on_front(ranked: list[Outcome], name: str) -> tuple[bool, str]:
         return False, f"{name!r} is not a candidate of this sweep"
     if found.measured == "missing":
         return False, f"{name} has not run"
+    if found.measured == "failed":
+        return False, f"{name} could not be run: {found.error}"
     if not found.feasible:
         failed = [c.text for c in found.checks if c.verdict != "pass"] or [found.status]
         return False, f"{name} no longer meets the constraints: {failed}"

@@ -28,6 +28,7 @@ def ranked_outcomes(folder: TuneFolder, plan: Plan) -> list[Outcome]:
 
 def _outcomes(folder: TuneFolder, plan: Plan) -> tuple[list[Outcome], dict[str, Outcome]]:
     finished = folder.rounds()
+    failures = folder.failures()
     simulated_reports_ = simulated_reports(folder)
     simulated = {
         c.name: judge(plan, c, simulated_reports_[c.name], "simulated", "simulated")
@@ -36,6 +37,21 @@ def _outcomes(folder: TuneFolder, plan: Plan) -> tuple[list[Outcome], dict[str, 
     }
     outcomes = []
     for c in plan.candidates:
+        if c.name in failures:  # it could not be run: infeasible, with why
+            failed = failures[c.name]
+            outcomes.append(
+                Outcome(
+                    c.name,
+                    c.origin,
+                    c.values,
+                    "failed",
+                    status="failed",
+                    run=failed["run"],
+                    aliases=c.aliases,
+                    error=failed["error"],
+                )
+            )
+            continue
         rounds = finished.get(c.name, [])
         if not rounds and c.name in simulated:
             outcomes.append(simulated[c.name])
@@ -78,6 +94,7 @@ def tune_result(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
         "recommended_config": {"language": language, "text": config},
         "missing": missing,
         "complete": not missing,
+        "failed": [{"name": o.name, "error": o.error} for o in ranked if o.measured == "failed"],
         "screened": bool(simulated),
         "simulator_error": errors(ranked, simulated),
         "refined": folder.refinement(),
@@ -126,6 +143,8 @@ def markdown(result: dict[str, Any]) -> str:
         failed = [k["text"] for k in c["checks"] if k["verdict"] != "pass"]
         if c["measured"] == "missing":
             verdict = "not run"
+        elif c["measured"] == "failed":
+            verdict = "failed to start: " + c["error"].replace("|", "/").replace("\n", " ")
         elif c["status"] == "aborted":
             verdict = "stopped early: " + str((c.get("abort") or {}).get("gate", ""))
         else:
@@ -160,6 +179,13 @@ def markdown(result: dict[str, Any]) -> str:
     lines += refined_lines(result.get("refined"))
     if result["missing"]:
         lines += ["", f"Not run yet: {', '.join(result['missing'])} (`harness tune --resume`)."]
+    if result.get("failed"):
+        names = ", ".join(f["name"] for f in result["failed"])
+        lines += [
+            "",
+            f"Could not be run: {names} (infeasible; `--resume` does not retry them: delete "
+            f"`{Path(result['folder']) / 'failed.json'}` to try them again).",
+        ]
     return "\n".join(lines) + "\n"
 
 
