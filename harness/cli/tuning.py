@@ -103,15 +103,20 @@ def tune(
     except InputError as exc:
         raise fail_input(exc) from None
     code = EXIT_OK
-    if report is None:
-        chosen = None
-        if screen:
-            chosen = _screen(folder, plan, simulate)
-        code = _run_missing(folder, plan, chosen)
-        if code == EXIT_OK:
-            code = _refine(folder, plan, refine)
+    try:  # a damaged tune folder (a run's report, refine.json, failed.json): exit 2
+        if report is None:
+            chosen = None
+            if screen:
+                chosen = _screen(folder, plan, simulate)
+            code = _run_missing(folder, plan, chosen)
+            if code == EXIT_OK:
+                code = _refine(folder, plan, refine)
+    except InputError as exc:
+        raise fail_input(exc) from None
     try:
         result = _report(folder, plan)
+    except InputError as exc:
+        raise fail_input(exc) from None
     except HarnessError as exc:
         err.print(f"no tune report: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_RUN) from None

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from harness.analysis.model import Report
 from harness.core.errors import HarnessError, InputError
+from harness.core.yamlread import read_text_file
 from harness.report.make import make_report
 from harness.results.io import write_text_atomic
 from harness.tune.plan import Plan, load_plan
@@ -63,7 +64,8 @@ class TuneFolder:
 
     @classmethod
     def open(cls, path: Path) -> TuneFolder:
-        """A tune folder written by ``create``; ``InputError`` when ``path`` is not one."""
+        """A tune folder written by ``create``; ``InputError`` when ``path`` is not one, or
+        its ``tune-plan.json`` lacks a field or has one of the wrong type (said by name)."""
         record_path = path / "tune-plan.json"
         try:
             record = json.loads(record_path.read_text(encoding="utf-8"))
@@ -71,12 +73,30 @@ class TuneFolder:
             raise InputError(f"{path}: not a tune folder ({record_path}: {exc})") from None
         if not isinstance(record, dict) or record.get("schema") != PLAN_SCHEMA:
             raise InputError(f"{record_path}: expected schema {PLAN_SCHEMA!r}")
-        return cls(path, Path(record["sweep_file"]), int(record.get("repeat", 1)))
+        sweep_file = record.get("sweep_file")
+        if not isinstance(sweep_file, str) or not sweep_file:
+            raise InputError(
+                f"{record_path}: `sweep_file`: expected the sweep file's path (text), got "
+                f"{_kind(sweep_file, 'sweep_file' in record)}"
+            )
+        repeat = record.get("repeat")
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= 10:
+            raise InputError(
+                f"{record_path}: `repeat`: expected the repetitions, an integer 1-10, got "
+                f"{_kind(repeat, 'repeat' in record)}"
+            )
+        return cls(path, Path(sweep_file), repeat)
 
     def plan(self) -> Plan:
-        """The plan as it was made: the kept text, read as if at the sweep file's place."""
-        text = (self.path / "sweep.yaml").read_text(encoding="utf-8")
-        return load_plan(self.sweep_file, self.repeat, screened=True, text=text)
+        """The plan as it was made: the kept text, read as if at the sweep file's place (its
+        builds' relative folders start there); a problem in it is said at the copy."""
+        copy = self.path / "sweep.yaml"
+        if not copy.is_file():
+            raise InputError(
+                f"{copy}: missing: a tune folder keeps the sweep file's text it ran there"
+            )
+        text = read_text_file(copy)
+        return load_plan(self.sweep_file, self.repeat, screened=True, text=text, shown=copy)
 
     @property
     def refine_record(self) -> Path:
@@ -84,9 +104,36 @@ class TuneFolder:
         return self.path / "refine.json"
 
     def refinement(self) -> dict[str, Any] | None:
-        if not self.refine_record.is_file():
+        """The refinement's selection (``refine.Selection.record``), checked field by field."""
+        path = self.refine_record
+        if not path.is_file():
             return None
-        return cast(dict[str, Any], json.loads(self.refine_record.read_text(encoding="utf-8")))
+        record = _json(path, "the refinement's selection")
+        if not isinstance(record, dict):
+            raise InputError(
+                f"{path}: expected the refinement's selection (a mapping: repeats, within, "
+                f"picked, note, extra_runs), got {_kind(record)}"
+            )
+        for key, kind, expected in (
+            ("repeats", int, "an integer, the extra rounds"),
+            ("within", str, "text, the tolerance used"),
+            ("picked", list, "a list of {name, why}"),
+            ("note", str, "text"),
+            ("extra_runs", int, "an integer"),
+        ):
+            value = record.get(key)
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise InputError(
+                    f"{path}: `{key}`: expected {expected}, got {_kind(value, key in record)}"
+                )
+        for i, pick in enumerate(record["picked"]):
+            if not isinstance(pick, dict) or not all(
+                isinstance(pick.get(k), str) for k in ("name", "why")
+            ):
+                raise InputError(
+                    f"{path}: `picked[{i}]`: expected {{name, why}} (text), got {pick!r:.80}"
+                )
+        return record
 
     @property
     def failed_record(self) -> Path:
@@ -96,9 +143,22 @@ class TuneFolder:
     def failures(self) -> dict[str, dict[str, str]]:
         """Candidate -> ``{"error", "run"}``: why it could not be run, and the run folder
         (relative) that says so."""
-        if not self.failed_record.is_file():
+        path = self.failed_record
+        if not path.is_file():
             return {}
-        return cast(dict[str, dict[str, str]], json.loads(self.failed_record.read_text("utf-8")))
+        record = _json(path, "the candidates that could not be run")
+        if not isinstance(record, dict):
+            raise InputError(
+                f"{path}: expected a mapping of candidate -> {{error, run}}, got {_kind(record)}"
+            )
+        for name, failed in record.items():
+            if not isinstance(failed, dict) or not all(
+                isinstance(failed.get(k), str) for k in ("error", "run")
+            ):
+                raise InputError(
+                    f"{path}: `{name}`: expected {{error, run}} (text), got {failed!r:.80}"
+                )
+        return cast(dict[str, dict[str, str]], record)
 
     def record_failure(self, name: str, error: str, run_dir: Path | None) -> None:
         """``name`` could not be run (its target did not start): kept as failed, infeasible
@@ -122,7 +182,7 @@ class TuneFolder:
             report = _report(run_dir)
             if report is None:
                 continue
-            for name, build in report["builds"].items():
+            for name, build in checked_report(report, run_dir / "report.json")["builds"].items():
                 if build.get("status") in FINISHED:
                     found.setdefault(name, []).append((report, run_dir))
         return found
@@ -140,3 +200,42 @@ def _report(run_dir: Path) -> Report | None:
         return make_report(run_dir)
     except HarnessError:  # a run that left nothing to report on: its candidates are missing
         return None
+
+
+def checked_report(report: Any, path: Path) -> Report:
+    """``report`` as a tune reads it (a mapping whose ``builds`` maps each build to a
+    mapping of its figures); ``InputError`` naming ``path`` and the field when not."""
+    if not isinstance(report, dict):
+        raise InputError(
+            f"{path}: expected a run's report (a mapping with `builds`), got {_kind(report)}"
+        )
+    builds = report.get("builds")
+    if not isinstance(builds, dict):
+        raise InputError(
+            f"{path}: `builds`: expected a mapping of build -> its figures, got "
+            f"{_kind(builds, 'builds' in report)}"
+        )
+    for name, build in builds.items():
+        if not isinstance(build, dict):
+            raise InputError(
+                f"{path}: `builds.{name}`: expected a mapping of its figures, got {_kind(build)}"
+            )
+    return cast(Report, report)
+
+
+def _json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: expected JSON ({what}): {exc}") from None
+
+
+def _kind(value: Any, present: bool = True) -> str:
+    """What a JSON value is, for a message: ``nothing`` (absent), ``a list``, ``'x'``..."""
+    if not present:
+        return "nothing (the field is missing)"
+    if isinstance(value, dict | list):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return f"{value!r:.80}"

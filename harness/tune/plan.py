@@ -113,15 +113,20 @@ def _raw(text: str, file: str) -> dict[str, Any]:
 
 
 def load_plan(
-    path: str | Path, repeat: int = 1, screened: bool = False, text: str | None = None
+    path: str | Path,
+    repeat: int = 1,
+    screened: bool = False,
+    text: str | None = None,
+    shown: str | Path | None = None,
 ) -> Plan:
     """Read a sweep file; ``ScenarioError`` with every problem at its line.
 
     ``screened``: the simulator ranks the candidates first, so more than
     ``MAX_REAL_RUNS`` may be described (only the screen's picks run for real). ``text``:
-    the file's text as a tune folder kept it (``--resume``), read as if at ``path``.
+    the file's text as a tune folder kept it (``--resume``), read as if at ``path``;
+    ``shown``: the file its problems are said at (that copy), ``path`` when not given.
     """
-    file = display_name(path)
+    file = display_name(path if shown is None else shown)
     if text is None:
         text = read_text_file(path, what="scenario")
     load_scenario_text(text, file, base_dir=Path(path).resolve().parent)  # the rest of it

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.model import Report
+from harness.core.errors import InputError
 from harness.report.make import make_report
-from harness.tune.folder import TuneFolder
+from harness.tune.folder import TuneFolder, checked_report
 from harness.tune.plan import Plan
 from harness.tune.rank import Outcome, judge, rank
 
@@ -28,7 +29,10 @@ def simulated_reports(folder: TuneFolder) -> dict[str, Report]:
     """Candidate -> the report of the simulated run that has it."""
     found: dict[str, Report] = {}
     for path in sorted(folder.simulated.glob("batch-*/*/*/report.json")):
-        report: Report = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            report = checked_report(json.loads(path.read_text(encoding="utf-8")), path)
+        except ValueError as exc:
+            raise InputError(f"{path}: expected JSON (a simulated run's report): {exc}") from None
         for name in report["builds"]:
             found[name] = report
     return found
