@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from harness.cli._app import (
     EXIT_GATE,
+    EXIT_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_RUN,
@@ -90,16 +91,18 @@ def tune(
         if scenario is not None:
             plan = load_plan(scenario, repeat, screened=True)
             screen = screen or len(plan.candidates) * repeat > MAX_REAL_RUNS
+            if screen:  # --plan refuses what the screen would
+                _check_screenable(plan)
+            _check_name(plan, check)
             if plan_only:
                 _print_plan(plan)
                 raise typer.Exit(EXIT_OK)
-            if screen:
-                _check_screenable(plan)
             folder = TuneFolder.create(results, plan, repeat)
         else:
             folder = TuneFolder.open(resume or report)  # type: ignore[arg-type]
             plan = folder.plan()
             screen = folder.simulated.is_dir()
+            _check_name(plan, check)
     except InputError as exc:
         raise fail_input(exc) from None
     code = EXIT_OK
@@ -123,6 +126,21 @@ def tune(
     if code != EXIT_OK:
         raise typer.Exit(code)
     raise typer.Exit(_verdict(result, check))
+
+
+def _check_name(plan: Plan, check: str | None) -> None:
+    """``--check NAME`` names a candidate (or an alias) of the sweep: else bad input, exit 2,
+    before anything runs (exit 1 is a check that failed)."""
+    if check is None:
+        return
+    try:
+        plan.candidate(check)
+    except KeyError:
+        names = [n for c in plan.candidates for n in (c.name, *c.aliases)]
+        raise InputError(
+            f"--check {check}: no candidate of this sweep is named so; candidates: "
+            + ", ".join(names)
+        ) from None
 
 
 def _print_plan(plan: Plan) -> None:
@@ -369,9 +387,9 @@ def _verdict(result: dict[str, Any], check: str | None) -> int:
     if check is None:
         return EXIT_OK if result["recommended"] is not None else EXIT_GATE
     found = next((c for c in result["candidates"] if check in (c["name"], *c["aliases"])), None)
-    if found is None:
+    if found is None:  # refused before anything ran (_check_name)
         err.print(f"--check {check}: not a candidate of this sweep", highlight=False)
-        return EXIT_GATE
+        return EXIT_INPUT
     ok = found["feasible"] and found["on_front"]
     why = (
         "feasible and on the front"

@@ -26,7 +26,11 @@ from harness.core.yamlread import parse_yaml
 from harness.scenario.abort import abort_problems
 from harness.scenario.bounds import MAX_BUILDS
 from harness.scenario.gates import (
+    BinOp,
     GateSyntaxError,
+    Neg,
+    Node,
+    Number,
     check_gate,
     expression_figures,
     figure_names,
@@ -144,6 +148,16 @@ def load_plan(
     for name in [sweep.base, *sweep.include]:
         if name not in builds:
             say(("sweep", "base"), "sweep", f"no build {name!r}; builds: {list(builds)}")
+    for i, name in enumerate(sweep.include):
+        if name == sweep.base:
+            say(
+                ("sweep", "include", i),
+                f"sweep.include.{i}",
+                f"{name!r} is the base build: it runs already (marked current); `include` "
+                "names other builds",
+            )
+        elif name in sweep.include[:i]:
+            say(("sweep", "include", i), f"sweep.include.{i}", f"build {name!r} is included twice")
     for name in sweep.points:
         if name in (sweep.base, *sweep.include):
             say(
@@ -168,6 +182,13 @@ def load_plan(
         raise ScenarioError(problems)
     candidates = expand(sweep, builds, abbrev)
     _check_candidates(done, file, candidates, text, path, say)
+    for word_of in sweep.abbrev if not problems else ():  # a typo in an axis: said there
+        if word_of not in axes:
+            say(
+                ("sweep", "abbrev", word_of),
+                f"sweep.abbrev.{word_of}",
+                f"no axis {word_of!r} to name: the axes are {axes}",
+            )
     plan = Plan(file, Path(path).resolve(), text, done.model, sweep, axes, candidates)
     plan.constraints = list(sweep.subject_to)
     plan.abbrev = abbrev
@@ -303,7 +324,55 @@ def _check_figures(plan: Plan, say: Any) -> None:
                     raise GateSyntaxError(f"{text!r} names no figure")
                 gate = parse_gate(prefix_figures(text, base) + " >= 0", text)
             messages = check_gate(gate, scenario, known)
+            for node in (gate.left, gate.right):
+                divisor = _zero_divisor(node)
+                if divisor is not None:
+                    messages.append(
+                        f"divides by {divisor}, which is zero: {text!r} has no value for "
+                        "any candidate"
+                    )
         except GateSyntaxError as exc:
             messages = [str(exc)]
         for message in messages:
             say(where, ".".join(str(p) for p in where), message.replace(f"{base}.", ""))
+
+
+def _zero_divisor(node: Node) -> str | None:
+    """The divisor of a division by a constant zero in ``node`` (``x / 0``, ``x / (2 - 2)``,
+    ``x / 0ms``), as written; None when there is none."""
+    if isinstance(node, Neg):
+        return _zero_divisor(node.operand)
+    if not isinstance(node, BinOp):
+        return None
+    if node.op == "/" and _constant(node.right) == 0:
+        return _text(node.right)
+    return _zero_divisor(node.left) or _zero_divisor(node.right)
+
+
+def _constant(node: Node) -> float | None:
+    """A node's value when it names no figure (None when it does, or divides by zero)."""
+    if isinstance(node, Number):
+        return node.value
+    if isinstance(node, Neg):
+        value = _constant(node.operand)
+        return None if value is None else -value
+    if isinstance(node, BinOp):
+        a, b = _constant(node.left), _constant(node.right)
+        if a is None or b is None or (node.op == "/" and b == 0):
+            return None
+        if node.op == "+":
+            return a + b
+        if node.op == "-":
+            return a - b
+        return a * b if node.op == "*" else a / b
+    return None
+
+
+def _text(node: Node) -> str:
+    if isinstance(node, Number):
+        return node.text or f"{node.value:g}"
+    if isinstance(node, Neg):
+        return "-" + _text(node.operand)
+    if isinstance(node, BinOp):
+        return f"({_text(node.left)} {node.op} {_text(node.right)})"
+    return str(node)

@@ -131,7 +131,7 @@ def _interval(node: Any, build: Mapping[str, Any]) -> list[float] | None:
 def rank(plan: Plan, outcomes: list[Outcome]) -> list[Outcome]:
     """Ranked: measured before simulated before not run, feasible first in each, then by
     the objective (its sense); ranks from 1. Marks the Pareto front of the two scores
-    (both minimised) among the feasible measured candidates."""
+    (both minimised) among the feasible measured candidates (none feasible: no front)."""
     sign = 1.0 if plan.sweep.objective.sense == "minimize" else -1.0
 
     def key(o: Outcome) -> tuple[int, int, float, str]:
@@ -143,11 +143,12 @@ def rank(plan: Plan, outcomes: list[Outcome]) -> list[Outcome]:
     for i, o in enumerate(x for x in ordered if x.measured != "missing"):
         o.rank = i + 1
     # The front of the feasible candidates measured (the constraints say what is admissible;
-    # a point that fails one beats nothing); without any, of all measured, then of the
-    # estimates (a screen before its real runs).
-    scored = [o for o in ordered if o.measured != "missing" and None not in o.scores]
+    # a point that fails one beats nothing, and is never on it: with none feasible there is
+    # no front); before any real run, of the feasible estimates (a screen).
+    scored = [o for o in ordered if o.feasible and None not in o.scores]
     real = [o for o in scored if o.measured == "measured"]
-    points = [o for o in real if o.feasible] or real or scored
+    measured = any(o.measured == "measured" for o in ordered)
+    points = real if measured else scored
     for o in points:
         o.on_front = not any(_dominates(p, o) for p in points if p is not o)
     return ordered

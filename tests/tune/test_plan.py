@@ -357,3 +357,73 @@ def test_a_point_named_as_a_build_it_runs_beside_is_refused_at_its_line(tmp_path
     line = _line_of(path, "    current: {")
     assert len(problems) == 1 and f"sweep.yaml:{line}:" in problems[0], problems
     assert "current" in problems[0] and "name" in problems[0]
+
+
+def test_screen_plan_refuses_the_sweep_screen_refuses(tmp_path: Path) -> None:
+    """``--screen --plan`` says what ``--screen`` would refuse, exit 2, where it listed the
+    candidates and exited 0 (issue 32, item 8)."""
+    text = CI.read_text().replace(
+        "pg:\n", "pg:\n  capacity: {concurrency: 10, service: {delay: 20ms}}\n", 1
+    )
+    scenario = tmp_path / "capacity-sweep.yaml"
+    scenario.write_text(text)
+    done = CliRunner().invoke(app, ["tune", str(scenario), "--screen", "--plan"])
+    assert done.exit_code == 2, done.output
+    assert "pg.capacity" in done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "marker"),
+    [
+        (
+            'minimize: "products.p99[outage]"',
+            'minimize: "products.p99[outage] / 0"',
+            "minimize:",
+        ),
+        ('"blocked_pct_healthy <= 25"', '"blocked_pct_healthy / (2 - 2) <= 25"', "(2 - 2)"),
+        (
+            'front: [blocked_pct_healthy, "products.p99[outage]"]',
+            'front: [blocked_pct_healthy, "products.p99[outage] / 0ms"]',
+            "front: [",
+        ),
+    ],
+)
+def test_an_expression_dividing_by_zero_is_refused_at_its_line(
+    tmp_path: Path, old: str, new: str, marker: str
+) -> None:
+    """An objective, constraint or front score divided by a constant zero has no value for
+    any candidate: refused at its line, exit 2, where every candidate's was silently
+    none (issue 32, item 8)."""
+    path = _variant(tmp_path, old, new)
+    problems = _problems(path)
+    assert len(problems) == 1, problems
+    assert f"sweep.yaml:{_line_of(path, marker)}:" in problems[0] and "zero" in problems[0]
+
+
+def test_an_abbreviation_for_no_axis_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = _variant(
+        tmp_path,
+        "    resilience4j.circuitbreaker.sliding-window-size: w\n",
+        "    resilience4j.circuitbreaker.sliding-window-size: w\n"
+        "    resilience4j.circuitbreaker.sliding-windw-size: sw\n",
+    )
+    problems = _problems(path)
+    assert len(problems) == 1, problems
+    assert f"sweep.yaml:{_line_of(path, 'sliding-windw-size: sw')}:" in problems[0]
+    assert "no axis" in problems[0]
+
+
+@pytest.mark.parametrize("include", ["[current]", "[other, other]"])
+def test_a_build_included_twice_is_refused_at_its_line(tmp_path: Path, include: str) -> None:
+    """The base in ``include``, or one build twice: one candidate run twice under one name
+    (issue 32, item 8)."""
+    path = _variant(tmp_path, "  base: current\n", f"  base: current\n  include: {include}\n")
+    text = path.read_text().replace(
+        "sweep:\n", "  other:\n    profile: retry-circuit-breaker\n    workers: 16\nsweep:\n", 1
+    )
+    path.write_text(text)
+    problems = _problems(path)
+    assert len(problems) == 1, problems
+    assert f"sweep.yaml:{_line_of(path, 'include:')}:" in problems[0]
+    assert "twice" in problems[0] or "base" in problems[0]

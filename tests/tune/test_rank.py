@@ -149,3 +149,37 @@ def test_the_screen_runs_the_current_setting_the_best_and_a_spread_of_others() -
     # fr25-w60, fr90-w20, fr25-w10, fr90-w60 (its p99 0.9 s fails a constraint): 2 others
     # spread over those are the first and the last
     assert chosen == ["current", "fr25-w20", "fr90-w10", "fr25-w60", "fr90-w60"]
+
+
+def test_with_no_feasible_candidate_the_front_is_empty(tmp_path: Path) -> None:
+    """The front is drawn among the feasible candidates (docs/tune.md): with none, no front,
+    where it listed the infeasible ones, so --check passed on one (issue 32, item 8)."""
+    plan = load_plan(CI)
+    folder = TuneFolder.create(tmp_path, plan, 1)
+    builds = {n: _build(v[0], 60.0, v[2]) for n, v in FIGURES.items()}  # all block > 25 %
+    _run(folder, "a", builds | {"fr90-w60": _build(0.3, 60.0, 99.0)})
+    result = tune_result(folder, plan)
+    assert result["recommended"] is None
+    assert result["front"] == [] and not any(c["on_front"] for c in result["candidates"])
+    done = CliRunner().invoke(app, ["tune", "--report", str(folder.path), "--check", "fr25-w20"])
+    assert done.exit_code == 1 and "fails a constraint" in done.output
+
+
+def test_check_of_an_unknown_candidate_is_bad_input(tmp_path: Path, monkeypatch: Any) -> None:
+    """``--check NAME`` of no candidate is exit 2 before anything runs (exit 1 means a
+    check that failed), for a fresh tune (no tune folder made) and a tune folder."""
+    folder, _ = _folder(tmp_path)
+    done = CliRunner().invoke(app, ["tune", "--report", str(folder.path), "--check", "fr26-w20"])
+    assert done.exit_code == 2, done.output
+    assert "fr26-w20" in done.output and "fr25-w20" in done.output  # the candidates named
+
+    def no_run(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("nothing may run")
+
+    monkeypatch.setattr("harness.run.experiment.Experiment", no_run)
+    results = tmp_path / "fresh"
+    fresh = CliRunner().invoke(
+        app, ["tune", str(CI), "--results", str(results), "--check", "fr26-w20"]
+    )
+    assert fresh.exit_code == 2, fresh.output
+    assert not results.exists()
