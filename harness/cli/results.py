@@ -28,7 +28,8 @@ from harness.scenario.loader import load_scenario
 
 
 def render_report(run_dir: Path) -> None:
-    """Write a run's report; print its headline table, warnings and notes, and the files."""
+    """Write a run's report; print its headline table, warnings and notes, and the files.
+    A run still going on is read as it stands and nothing is written into it."""
     from harness.report.make import make_report
     from harness.report.tables import (
         headline_notes,
@@ -36,8 +37,10 @@ def render_report(run_dir: Path) -> None:
         report_warnings,
         terminal_table,
     )
+    from harness.run.manifest import in_progress
 
-    report = make_report(run_dir)
+    live = in_progress(run_dir)
+    report = make_report(run_dir, write=live is None)
     if report["builds"]:
         console.print(terminal_table(report))
         for warning in report_warnings(report):
@@ -46,6 +49,15 @@ def render_report(run_dir: Path) -> None:
             console.print(Text(f"note: {note}"))
         for line in not_measured_lines(report):  # why a cell reads "-"
             console.print(Text.assemble(("not measured", "dim"), f": {line}"))
+    if live is not None:
+        console.print(
+            f"{run_dir}: {live}: reported as it stands, nothing written (its report is "
+            "written when it ends)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        return
     files = ["report.json", "report.md"]
     files += ["report.html", "charts/"] if (run_dir / "report.html").exists() else []
     console.print(
@@ -199,8 +211,12 @@ def plot(run_dir: RunDirArg) -> None:
     """(Re)draw a run's charts into RUN_DIR/charts/ (PNG, fault phases shaded)."""
     from harness.report.charts import draw_charts
     from harness.results.model import load
+    from harness.run.manifest import in_progress
 
     try:
+        live = in_progress(run_dir)
+        if live is not None:  # a reader never writes into a run going on
+            raise InputError(f"{run_dir}: {live}: its charts are drawn when it ends")
         run = load(run_dir)
         scenario = load_scenario(run_dir / "scenario.yaml").scenario
         charts = draw_charts(run, scenario, run_dir / "charts")  # an unknown preset: InputError

@@ -297,6 +297,12 @@ def _clean(results: Path, leftovers: bool | Sequence[Leftovers] = False) -> Clea
     return clean_results(results, leftovers=leftovers)
 
 
+def clean_quietly(results: Path) -> None:
+    """Close what runs under ``results`` a dead process left open, saying only what changed
+    (the start of ``harness run``, of ``harness tune --resume``)."""
+    _print_clean(_clean(results), quiet=True)
+
+
 def _print_clean(report: CleanReport, quiet: bool = False) -> None:
     """What a clean did; ``quiet`` (at the start of a run): only what it changed or failed."""
     for closed in report.closed:

@@ -80,6 +80,7 @@ def tune(
     tune folder; exit 1 when no candidate meets the constraints (or with --check, when
     that candidate is not feasible and on the front).
     """
+    from harness.run.tunelock import TuneLock, died, holder, read_record
     from harness.tune.folder import TuneFolder
     from harness.tune.plan import MAX_REAL_RUNS, load_plan
 
@@ -105,9 +106,62 @@ def tune(
             _check_name(plan, check)
     except InputError as exc:
         raise fail_input(exc) from None
+    lock = TuneLock.take(folder.path)
+    if lock is None:  # another process runs (or resumes) this tune
+        record = read_record(folder.path)
+        if report is None:
+            raise fail_input(
+                InputError(
+                    f"{folder.path}: this tune is being run by {holder(record)}; a second "
+                    f"--resume would run its candidates again. Wait for it to end, or see "
+                    f"where it is with `harness tune --report {folder.path}`"
+                )
+            )
+        folder.read_only = True
+        _say(
+            f"tune {folder.path} is running ({holder(record)}): reported as it stands, "
+            "nothing written (tune.json, tune.md and front.png are written when it ends)"
+        )
+        raise typer.Exit(_reported(folder, plan, check, write=False))
+    code = EXIT_INTERRUPTED  # unless it ends
+    try:
+        if report is None:
+            lock.hold()
+            if resume is not None:  # its runs a killed tune left open, closed first
+                from harness.cli.running import clean_quietly
+
+                clean_quietly(folder.runs)
+        else:
+            stopped = died(lock.record())
+            if stopped is not None:
+                _say(
+                    f"tune {folder.path} was interrupted: {stopped}. `harness tune --resume "
+                    f"{folder.path}` runs what it did not finish."
+                )
+        code = _tune(folder, plan, check, report is None, screen, simulate, refine)
+    except typer.Exit as exc:
+        code = exc.exit_code
+        raise
+    finally:
+        if report is None:
+            lock.end("interrupted" if code == EXIT_INTERRUPTED else "ended")
+        lock.close()
+    raise typer.Exit(code)
+
+
+def _tune(
+    folder: TuneFolder,
+    plan: Plan,
+    check: str | None,
+    run: bool,
+    screen: bool,
+    simulate: Simulate,
+    refine: int,
+) -> int:
+    """Run what is missing (``run``), then report: the exit code."""
     code = EXIT_OK
     try:  # a damaged tune folder (a run's report, refine.json, failed.json): exit 2
-        if report is None:
+        if run:
             chosen = None
             if screen:
                 chosen = _screen(folder, plan, simulate)
@@ -116,16 +170,20 @@ def tune(
                 code = _refine(folder, plan, refine)
     except InputError as exc:
         raise fail_input(exc) from None
+    verdict = _reported(folder, plan, check)
+    return code if code != EXIT_OK else verdict
+
+
+def _reported(folder: TuneFolder, plan: Plan, check: str | None, write: bool = True) -> int:
+    """The tune's report, printed (and written): the exit code of its verdict."""
     try:
-        result = _report(folder, plan)
+        result = _report(folder, plan, write)
     except InputError as exc:
         raise fail_input(exc) from None
     except HarnessError as exc:
         err.print(f"no tune report: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_RUN) from None
-    if code != EXIT_OK:
-        raise typer.Exit(code)
-    raise typer.Exit(_verdict(result, check))
+    return _verdict(result, check)
 
 
 def _check_name(plan: Plan, check: str | None) -> None:
@@ -331,10 +389,10 @@ def _blamed(folder: TuneFolder, experiment: Any) -> tuple[str, str, set[str]] | 
     return str(failed[-1]["build"]), str(failed[-1].get("error") or "it failed"), ran
 
 
-def _report(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
-    from harness.tune.report import write_tune_report
+def _report(folder: TuneFolder, plan: Plan, write: bool = True) -> dict[str, Any]:
+    from harness.tune.report import tune_result, write_tune_report
 
-    result = write_tune_report(folder, plan)
+    result = write_tune_report(folder, plan) if write else tune_result(folder, plan)
     x, y = result["front_scores"]
     _say(f"objective: {result['objective']['sense']} {result['objective']['expr']}")
     for c in result["candidates"]:
@@ -374,7 +432,8 @@ def _report(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
                 if k != "name"
             )
         )
-    _say(f"tune: {folder.path}  (tune.json, tune.md, front.png)")
+    if write:
+        _say(f"tune: {folder.path}  (tune.json, tune.md, front.png)")
     return result
 
 

@@ -51,13 +51,16 @@ def _value(value: float | None, ci: tuple[float, float] | None) -> str:
 
 
 def load_report(run_dir: Path) -> Report:
-    """A run's report, rendered from its raw files if report.json is missing."""
+    """A run's report, rendered from its raw files if report.json is missing (and not
+    written, while the run is still going on)."""
     from harness.report.make import make_report
+    from harness.run.manifest import in_progress
 
     path = Path(run_dir) / "report.json"
-    if path.exists():
+    live = in_progress(Path(run_dir))
+    if path.exists() and live is None:
         return read_report(path)
-    return make_report(run_dir)
+    return make_report(run_dir, write=live is None)
 
 
 def _interval(build: BuildFigures, key: str) -> tuple[float, float] | None:

@@ -18,10 +18,11 @@ from harness.results.model import load
 from harness.scenario.loader import load_scenario
 
 
-def make_report(run_dir: str | Path, charts: bool = True) -> Report:
+def make_report(run_dir: str | Path, charts: bool = True, write: bool = True) -> Report:
     """Analyse a run folder; write ``report.json``, ``report.md`` and (with charts) the
     PNG charts under ``charts/`` and a self-contained ``report.html``. Gates with ``seed:``
-    are evaluated here too, for the Seed claims section."""
+    are evaluated here too, for the Seed claims section. Without ``write``, nothing is
+    written (a run still going on: ``harness.run.manifest.in_progress``)."""
     path = Path(run_dir)
     run = load(path)
     scenario = load_scenario(path / "scenario.yaml").scenario
@@ -32,6 +33,8 @@ def make_report(run_dir: str | Path, charts: bool = True) -> Report:
     skipped = skipped_gates(scenario, report)
     if skipped:  # only when --build left out a build a gate names
         report["skipped_gates"] = skipped
+    if not write:
+        return report
     write_json_atomic(path / "report.json", report)
     write_text_atomic(path / "report.md", markdown(report))
     if charts and report["builds"]:

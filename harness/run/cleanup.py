@@ -120,8 +120,8 @@ def stop_processes_of_ended_runs(root: Path, report: CleanReport) -> None:
             manifest = read_manifest(run_dir / "manifest.json")
         except (HarnessError, OSError, ValueError):
             continue  # said by the closing pass above, or not a run of ours
-        run_id = manifest["run_id"]
-        if run_id not in running or manifest["status"] == "running":
+        run_id = manifest.get("run_id")
+        if run_id not in running or manifest.get("status") == "running":
             continue  # nothing of it runs, or it is live (or left alone above)
         try:
             stopped = stop_leftovers(run_id, grace_s=1.0)

@@ -17,17 +17,20 @@ closed afterwards).
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.results.io import RunFolder, harness_version, host_info, utc_now
+from harness.core.errors import InputError
+from harness.results.io import RunFolder, harness_version, host_info, lock_dir, utc_now
 from harness.results.manifest import (
     SCHEMA,
     BuildRecord,
     ManifestRecord,
     ProcessIdentity,
     Status,
+    read_manifest,
 )
 from harness.scenario.schema import LoadedScenario
 
@@ -77,6 +80,33 @@ def identity_alive(identity: Mapping[str, Any]) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def in_progress(run_dir: Path) -> str | None:
+    """Why ``run_dir`` is a run still going on, which a reader must not write into
+    (``running (pid 123)``, ``running on host h``), or ``None``: it ended, or it was left
+    ``running`` by an orchestrator that died (``harness clean`` closes it), or it is no run
+    folder (the reader says what is wrong with it)."""
+    try:
+        manifest = read_manifest(run_dir / "manifest.json")
+    except (InputError, OSError):
+        return None
+    if manifest.get("status") != "running":
+        return None
+    host = manifest.get("host", {}).get("hostname")
+    if host is not None and host != socket.gethostname():
+        return f"running on host {host}"
+    orchestrator = manifest.get("orchestrator")
+    if isinstance(orchestrator, dict):
+        return f"running (pid {orchestrator['pid']})" if identity_alive(orchestrator) else None
+    try:  # written before manifests named their orchestrator: its lock says
+        lock = lock_dir(run_dir)
+    except OSError:
+        return None
+    if lock is None:
+        return "running (its folder is locked by its orchestrator)"
+    os.close(lock)
+    return None
 
 
 class Manifest:

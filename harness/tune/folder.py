@@ -23,6 +23,7 @@ from harness.core.errors import HarnessError, InputError
 from harness.core.yamlread import read_text_file
 from harness.report.make import make_report
 from harness.results.io import write_text_atomic
+from harness.run.manifest import in_progress
 from harness.tune.plan import Plan, load_plan
 from harness.tune.rank import FINISHED
 
@@ -34,6 +35,8 @@ class TuneFolder:
     path: Path
     sweep_file: Path
     repeat: int
+    read_only: bool = False
+    """Read without writing anything (``--report`` of a tune another process runs)."""
 
     @property
     def runs(self) -> Path:
@@ -179,7 +182,7 @@ class TuneFolder:
         for run_dir in sorted(self.runs.glob("*/*")):
             if not (run_dir / "manifest.json").is_file():
                 continue
-            report = _report(run_dir)
+            report = _report(run_dir, write=not self.read_only)
             if report is None:
                 continue
             for name, build in checked_report(report, run_dir / "report.json")["builds"].items():
@@ -188,18 +191,28 @@ class TuneFolder:
         return found
 
 
-def _report(run_dir: Path) -> Report | None:
-    """The run's report, rendered when it has none yet (an interrupted tune)."""
+def _report(run_dir: Path, write: bool = True) -> Report | None:
+    """The run's report, rendered when it has none yet (a run the tune just ran, or an
+    interrupted one) or one older than its manifest (written before the run ended); a run
+    still going on is read as it stands and never written into."""
     path = run_dir / "report.json"
-    if path.is_file():
+    live = in_progress(run_dir) is not None
+    if path.is_file() and not live and not _older_than_manifest(path):
         try:
             return cast(Report, json.loads(path.read_text(encoding="utf-8")))
         except ValueError:
             pass
     try:
-        return make_report(run_dir)
+        return make_report(run_dir, write=write and not live)
     except HarnessError:  # a run that left nothing to report on: its candidates are missing
         return None
+
+
+def _older_than_manifest(report: Path) -> bool:
+    try:
+        return report.stat().st_mtime < (report.parent / "manifest.json").stat().st_mtime
+    except OSError:
+        return False
 
 
 def checked_report(report: Any, path: Path) -> Report:
