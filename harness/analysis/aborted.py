@@ -8,10 +8,14 @@ cut short or never reached: they are left out of ``phases`` and said in
 Its whole-window, fault-window and timeline figures cover only what ran before
 the stop, and a warning says so; a recovery not seen by then is not measured
 (not "not reached": the window's end never came); scrape gaps are looked for up
-to the stop only.
+to the stop only, as in a build interrupted, killed or failed mid-load, up to the last
+request it sent (``covered_until``).
 """
 
 from __future__ import annotations
+
+import numpy as np
+import pandas as pd
 
 from harness.analysis.model import BuildFigures
 from harness.results.manifest import BuildRecord
@@ -22,6 +26,24 @@ def measured_until(scenario: Scenario, info: BuildRecord) -> float:
     """Seconds of the measured window the build's load ran: all of it, unless aborted."""
     abort = info.get("abort")
     return scenario.duration if abort is None else min(scenario.duration, abort["at_s"])
+
+
+UNFINISHED = ("interrupted", "crashed", "failed")
+"""A build's statuses when its load stopped before its end (Ctrl-C, a kill, an error)."""
+
+
+def covered_until(scenario: Scenario, info: BuildRecord, sent: pd.DataFrame, t0: float) -> float:
+    """Seconds of the measured window the build covered: ``measured_until``, and for a build
+    that did not finish (``UNFINISHED``), no further than the last request it sent (``sent``:
+    its samples, dropped arrivals left out): the scraper stopped with its load, so what
+    came after is no gap in its scrapes (``harness.analysis.validity.scrape_gaps``)."""
+    until = measured_until(scenario, info)
+    if info.get("status") not in UNFINISHED:
+        return until
+    starts = sent["actual_start"].to_numpy(dtype=float) if len(sent) else np.array([])
+    starts = starts[~np.isnan(starts)]
+    last = float(starts.max()) - t0 if len(starts) else 0.0
+    return max(0.0, min(until, last))
 
 
 def cut_aborted(figures: BuildFigures, scenario: Scenario, info: BuildRecord) -> None:

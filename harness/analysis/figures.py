@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import validity
-from harness.analysis.aborted import cut_aborted, measured_until
+from harness.analysis.aborted import covered_until, cut_aborted, measured_until
 from harness.analysis.combine import combine_repetitions, compare
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.cuts import (
@@ -99,11 +99,12 @@ class BuildSeries:
             for name, series in RESOURCE_SERIES.items()
         }
         """What the build's container cost (Docker Engine's stats); empty outside one."""
-        measured = (self.t0, self.t0 + measured_until(scenario, build.info))
+        covered = (self.t0, self.t0 + covered_until(scenario, build.info, self.samples, self.t0))
         self.gaps, self.longest_gap = validity.scrape_gaps(
-            metrics, measured, scenario.metrics.interval
+            metrics, covered, scenario.metrics.interval
         )
-        """Scrape gaps of the target in the measured window (``analysis.validity``)."""
+        """Scrape gaps of the target in the measured window, as far as the build ran it
+        (``analysis.validity``)."""
         self.arrivals = np.sort(build.ledger["arrival"].to_numpy(dtype=float))
         self.pg_source: PgSource | None = (
             "ledger" if len(self.arrivals) else "metrics" if not self.received.empty else None

@@ -96,3 +96,29 @@ def test_a_stalled_load_generator_is_said_and_gated_not_blamed_on_the_service(
     calm = _report(tmp_path, _samples(late_s=0.2), _metrics())
     assert "warnings" not in calm["builds"][B]
     assert _gate("before.generator.max_lateness_s <= 0.5", calm) == "pass"
+
+
+def test_an_interrupted_build_is_looked_at_for_gaps_only_as_far_as_it_ran(
+    tmp_path: Path,
+) -> None:
+    """Interrupted at +14 s of 20 (Ctrl-C): no scrape after it, no request sent after it.
+    The 6 s it never ran are no scrape gap; a gap in what it ran still is (issue 32,
+    item 12)."""
+    samples = _samples()
+    ran = samples[samples["actual_start"] < T0 + 14]
+    metrics = _metrics()
+    cut = metrics[metrics["t"] < T0 + 14]
+    info = {"t0": T0, "preset": "shop", "status": "interrupted"}
+    build = BuildResult(B, ran, cut, info)
+    run = RunResult(tmp_path, {"run_id": "r", "status": "interrupted"}, {B: build})
+    b = analyse(run, load_scenario_text(SCENARIO).scenario)["builds"][B]
+    assert b["validity"]["scrape_gaps"] == [], b["validity"]
+    assert b["validity"]["scrape_gap_max_s"] == 1.0
+    assert not any("scrape gap" in w for w in b.get("warnings", [])), b["warnings"]
+    assert b["workers"]["busy_max_fault"] == 20.0
+    # A stall inside what it ran is still one.
+    stalled = _metrics(gap=(4.0, 9.0))
+    build = BuildResult(B, ran, stalled[stalled["t"] < T0 + 14], info)
+    run = RunResult(tmp_path, {"run_id": "r", "status": "interrupted"}, {B: build})
+    b = analyse(run, load_scenario_text(SCENARIO).scenario)["builds"][B]
+    assert b["validity"]["scrape_gaps"] == [[3.5, 9.5]], b["validity"]
