@@ -337,6 +337,8 @@ def clean(
 ) -> None:
     """Close runs whose `harness run` died (kill -9, OOM): mark them crashed, keep their samples.
 
+    A tune whose `harness tune` died is marked crashed too, its runs closed likewise.
+
     Also converts what a failed run (a full disk) left as CSV to Parquet, and removes the
     containers of docker builds whose run is over (when a Docker Engine answers). Exit 3 if
     a run could not be closed or such a container not removed.

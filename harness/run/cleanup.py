@@ -18,6 +18,10 @@ harness that did not record its orchestrator, are left alone and said so.
 A run that ended (failed, say on a full disk) with its CSVs unconverted gets
 them converted too, its status untouched.
 
+A tune's runs (``<scenario>/tune-<id>/runs/``) are closed the same way, and a tune whose
+``harness tune`` died (its ``tune.lock`` free and still saying ``running``, its process
+gone: ``harness.run.tunelock``) is marked ``crashed`` there, with how to resume it.
+
 Outside the folder. A kind of build may leave something a crash does not
 stop (a ``docker`` build's container, when its runner was killed too): its
 ``Leftovers`` (``harness.run.targets``). A crashed run it closes has those of
@@ -50,6 +54,7 @@ from harness.run.kinds.registry import all_leftovers, leftovers_named, target_fo
 from harness.run.manifest import identity_alive
 from harness.run.processes import processes_by_run, stop_leftovers
 from harness.run.targets import Leftovers
+from harness.run.tunelock import LOCK_NAME, TuneLock, holder, read_record
 from harness.scenario.loader import load_scenario
 
 
@@ -79,14 +84,24 @@ class CleanReport:
 
 
 def run_dirs(root: Path) -> list[Path]:
-    """Run folders under a results root (``<scenario>/<run>/manifest.json``), oldest first."""
+    """Run folders under a results root (``<scenario>/<run>/manifest.json``, and a tune's,
+    ``<scenario>/tune-<id>/runs/<scenario>/<run>/``), oldest first."""
     try:
         if not root.is_dir():
             return []
         found = list(root.glob("*/*/manifest.json"))
+        found += root.glob("*/tune-*/runs/*/*/manifest.json")
     except OSError:  # a path too long, say: nothing of ours can be there
         return []
     return sorted((p.parent for p in found), key=lambda p: p.name)
+
+
+def tune_dirs(root: Path) -> list[Path]:
+    """Tune folders under a results root that have a lock (``harness.run.tunelock``)."""
+    try:
+        return sorted(p.parent for p in root.glob(f"*/tune-*/{LOCK_NAME}"))
+    except OSError:
+        return []
 
 
 def clean_results(root: Path, leftovers: bool | Sequence[Leftovers] = False) -> CleanReport:
@@ -103,6 +118,8 @@ def clean_results(root: Path, leftovers: bool | Sequence[Leftovers] = False) -> 
             _clean_run(run_dir, report)
         except (HarnessError, OSError, ValueError) as exc:
             report.failed.append((run_dir, str(exc)))
+    for tune_dir in tune_dirs(root):  # after their runs: a killed tune's are closed
+        _clean_tune(tune_dir, report)
     stop_processes_of_ended_runs(root, report)
     if leftovers:
         remove_leftovers(report, None if leftovers is True else leftovers)
@@ -182,6 +199,38 @@ def _clean_run(run_dir: Path, report: CleanReport) -> None:
             report.closed.append(Closed(run_dir, str(manifest.get("status")), done))
     finally:
         os.close(lock)
+
+
+def _clean_tune(tune_dir: Path, report: CleanReport) -> None:
+    """Mark ``crashed`` a tune whose ``harness tune`` died (its lock free, its record still
+    ``running``, its process gone), as a killed run is; a live one is left alone."""
+    record = read_record(tune_dir)
+    if record is None or record.get("status") != "running":
+        return  # the common case, decided without taking the lock
+    lock = TuneLock.take(tune_dir)
+    if lock is None:
+        report.left.append((tune_dir, f"tune still running ({holder(record)})"))
+        return
+    try:
+        record = lock.record()
+        orchestrator = (record or {}).get("orchestrator")
+        if record is None or record.get("status") != "running":
+            return
+        if isinstance(orchestrator, dict) and identity_alive(orchestrator):
+            report.left.append((tune_dir, f"tune still running ({holder(record)})"))
+            return
+        pid = orchestrator.get("pid") if isinstance(orchestrator, dict) else None
+        lock.end(
+            "crashed",
+            f"its harness tune (pid {pid}) died without ending the tune (closed at {utc_now()})",
+        )
+        done = [
+            f"marked crashed (its harness tune, pid {pid}, died); `harness tune --resume "
+            f"{tune_dir}` runs what it did not finish"
+        ]
+        report.closed.append(Closed(tune_dir, "crashed", done))
+    finally:
+        lock.close()
 
 
 def _why_still_open(manifest: ManifestRecord) -> str | None:
