@@ -19,6 +19,7 @@ from harness.cli._app import (
     console,
     err,
     fail_input,
+    fail_run,
     stop_on_signals,
 )
 from harness.core.errors import HarnessError, InputError, RunError
@@ -106,6 +107,8 @@ def tune(
             _check_name(plan, check)
     except InputError as exc:
         raise fail_input(exc) from None
+    except RunError as exc:  # the tune folder cannot be written (a full disk)
+        raise fail_run(exc) from None
     lock = TuneLock.take(folder.path)
     if lock is None:  # another process runs (or resumes) this tune
         record = read_record(folder.path)
@@ -159,6 +162,8 @@ def _tune(
     refine: int,
 ) -> int:
     """Run what is missing (``run``), then report: the exit code."""
+    from harness.results.io import WriteError
+
     code = EXIT_OK
     try:  # a damaged tune folder (a run's report, refine.json, failed.json): exit 2
         if run:
@@ -170,16 +175,27 @@ def _tune(
                 code = _refine(folder, plan, refine)
     except InputError as exc:
         raise fail_input(exc) from None
+    except WriteError as exc:  # refine.json on a full disk
+        err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
+        if exc.disk_full:
+            _say_disk_full(folder)
+        code = EXIT_RUN
     verdict = _reported(folder, plan, check)
     return code if code != EXIT_OK else verdict
 
 
 def _reported(folder: TuneFolder, plan: Plan, check: str | None, write: bool = True) -> int:
-    """The tune's report, printed (and written): the exit code of its verdict."""
+    """The tune's report, printed (and written): the exit code of its verdict, or 3 when
+    its files cannot be written (a full disk: printed all the same)."""
+    from harness.results.io import WriteError
+
     try:
         result = _report(folder, plan, write)
     except InputError as exc:
         raise fail_input(exc) from None
+    except WriteError as exc:
+        err.print(f"tune report not written: {exc}", highlight=False, markup=False)
+        return EXIT_RUN
     except HarnessError as exc:
         err.print(f"no tune report: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_RUN) from None
@@ -353,12 +369,20 @@ def _run_names(folder: TuneFolder, plan: Plan, todo: list[str]) -> int:
             raise fail_input(exc) from None
         except RunError as exc:
             view.stop_live()
-            blamed = _blamed(folder, experiment)
+            full = getattr(exc, "disk_full", False)  # the machine's, not the candidate's
+            blamed = None if full else _blamed(folder, experiment)
             if blamed is None:
                 err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
+                if full:
+                    _say_disk_full(folder)
                 return EXIT_RUN
             name, error, ran = blamed
-            folder.record_failure(name, error, experiment.run_dir if experiment else None)
+            try:
+                folder.record_failure(name, error, experiment.run_dir if experiment else None)
+            except RunError as unwritten:  # the disk filled meanwhile
+                err.print(f"[red]run failed[/red]: {escape(str(exc))}", highlight=False)
+                err.print(f"[red]not recorded[/red]: {escape(str(unwritten))}", highlight=False)
+                return EXIT_RUN
             err.print(
                 f"candidate {name} failed: {error}. Recorded infeasible (not retried by "
                 f"--resume); going on with the next.",
@@ -370,6 +394,17 @@ def _run_names(folder: TuneFolder, plan: Plan, todo: list[str]) -> int:
         finally:
             view.stop_live()
     return EXIT_OK
+
+
+def _say_disk_full(folder: TuneFolder) -> None:
+    err.print(
+        f"the disk is full: every finished candidate is kept. Free some space, then "
+        f"`harness clean --results {folder.path.parent.parent}` and `harness tune --resume "
+        f"{folder.path}`.",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _blamed(folder: TuneFolder, experiment: Any) -> tuple[str, str, set[str]] | None:
@@ -390,9 +425,11 @@ def _blamed(folder: TuneFolder, experiment: Any) -> tuple[str, str, set[str]] | 
 
 
 def _report(folder: TuneFolder, plan: Plan, write: bool = True) -> dict[str, Any]:
-    from harness.tune.report import tune_result, write_tune_report
+    """Print the tune's result, then (``write``) write its files: ``WriteError`` when they
+    cannot be (what was printed stands)."""
+    from harness.tune.report import tune_result, write_tune_files
 
-    result = write_tune_report(folder, plan) if write else tune_result(folder, plan)
+    result = tune_result(folder, plan)
     x, y = result["front_scores"]
     _say(f"objective: {result['objective']['sense']} {result['objective']['expr']}")
     for c in result["candidates"]:
@@ -433,6 +470,7 @@ def _report(folder: TuneFolder, plan: Plan, write: bool = True) -> dict[str, Any
             )
         )
     if write:
+        write_tune_files(folder, result)
         _say(f"tune: {folder.path}  (tune.json, tune.md, front.png)")
     return result
 

@@ -319,6 +319,25 @@ class RunFolder:
                 f"disk full: {_size(free)} left on the disk of {self.path}", disk_full=True
             )
 
+    def disk_full(self, exc: BaseException) -> WriteError | None:
+        """``exc`` (a process that died, a failed step) said as the full disk it most likely
+        is when the folder's disk is (almost) full or ``exc`` says "No space left on
+        device": "disk full: 12 KiB left on the disk of <folder>; <exc>". ``None``: not a
+        full disk, or already said as one."""
+        if not isinstance(exc, RunError) or getattr(exc, "disk_full", False):
+            return None
+        try:
+            free: int | None = free_bytes(self.path)
+        except OSError:
+            free = None
+        said = str(exc)
+        if (free is None or free >= LOW_WATER_BYTES) and not any(
+            os.strerror(code) in said for code in _FULL
+        ):
+            return None
+        left = "" if free is None else f"{_size(free)} left "
+        return WriteError(f"disk full: {left}on the disk of {self.path}; {said}", disk_full=True)
+
     def make_dir(self, name: str) -> Path:
         """A fresh sub-folder (a build's)."""
         path = self.path / name

@@ -203,7 +203,11 @@ class Experiment:
             raise
         except BaseException as exc:
             info["status"] = "failed"
-            info["error"] = str(exc)
+            # A process a full disk killed ("pg exited with code 2") is said as the disk.
+            full = self.folder.disk_full(exc)
+            info["error"] = str(full or exc)
+            if full is not None:
+                raise full from exc
             raise
         finally:
             with shielded_from_signals():

@@ -22,7 +22,7 @@ from harness.analysis.model import Report
 from harness.core.errors import HarnessError, InputError
 from harness.core.yamlread import read_text_file
 from harness.report.make import make_report
-from harness.results.io import write_text_atomic
+from harness.results.io import WriteError, write_text_atomic
 from harness.run.manifest import in_progress
 from harness.tune.plan import Plan, load_plan
 from harness.tune.rank import FINISHED
@@ -203,7 +203,10 @@ def _report(run_dir: Path, write: bool = True) -> Report | None:
         except ValueError:
             pass
     try:
-        return make_report(run_dir, write=write and not live)
+        try:
+            return make_report(run_dir, write=write and not live)
+        except WriteError:  # a full disk: what it measured is read all the same
+            return make_report(run_dir, write=False)
     except HarnessError:  # a run that left nothing to report on: its candidates are missing
         return None
 

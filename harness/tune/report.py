@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.chart_style import new_figure, save
-from harness.results.io import write_json_atomic, write_text_atomic
+from harness.results.io import write_error, write_json_atomic, write_text_atomic
 from harness.tune.candidates import abbreviation
 from harness.tune.folder import TuneFolder
 from harness.tune.plan import Plan
@@ -103,10 +103,20 @@ def tune_result(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
 
 def write_tune_report(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
     result = tune_result(folder, plan)
-    write_json_atomic(folder.path / "tune.json", result)
-    draw_front(result, folder.path / "front.png")
-    write_text_atomic(folder.path / "tune.md", markdown(result))
+    write_tune_files(folder, result)
     return result
+
+
+def write_tune_files(folder: TuneFolder, result: dict[str, Any]) -> None:
+    """``tune.json``, ``front.png`` and ``tune.md``; ``WriteError`` (a full disk) naming
+    the file when one cannot be written."""
+    write_json_atomic(folder.path / "tune.json", result)
+    front = folder.path / "front.png"
+    try:
+        draw_front(result, front)
+    except OSError as exc:
+        raise write_error(front, exc) from exc
+    write_text_atomic(folder.path / "tune.md", markdown(result))
 
 
 def _ci(interval: list[float] | None) -> str:
