@@ -4,10 +4,11 @@ Waits are checked against M/D/c for the load actually driven: with
 deterministic service ``D`` and ``c`` slots, FIFO, the wait of each call is
 fixed by the arrivals before it (each call takes the slot that frees first:
 ``reference_waits``), so the reference is exact for the arrival times the
-gateway recorded, and any gap is the gateway's own timing. Tolerance: each
-call's wait within ``TOLERANCE_S`` (15 ms: the gateway's timer is within 1 ms
-at p99 unloaded, ``benchmarks/pg_faults.py``; the rest is room for a 2-core
-machine shared with other work), the mean within 5 ms.
+gateway recorded, and any gap is the gateway's own timing. Tolerance: the
+waits' gaps within 5 ms at p95 and 2 ms on the mean, a service late by at most
+``LATE_S`` but for one hiccup (the gateway's timer is within 1 ms at p99
+unloaded, ``benchmarks/pg_faults.py``; the rest is room for a 2-core machine
+shared with other work).
 
 About 25 s in all.
 """
@@ -30,7 +31,6 @@ from tests.conftest import PgServer, capacity_scenario
 
 pytestmark = pytest.mark.integration
 
-TOLERANCE_S = 0.015
 LATE_S = 0.025
 """How late a service may end at p95: the loop's wake-up on a loaded machine (1 ms unloaded)."""
 HEALTHY = "    - {name: all, start: 0s, duration: 1h, fault: {type: healthy}}"
@@ -132,9 +132,11 @@ def _check_against_reference(ledger: pd.DataFrame, slots: int, service_s: float)
     served = float(ledger["service_s"].mean())
     ideal = pd.Series(reference_waits(arrivals, slots, served))
     assert abs(ledger["queue_s"].mean() - ideal.mean()) <= 0.25 * ideal.mean() + 0.003
-    # latency is the wait plus the service, plus the answer's own writing
+    # latency is the wait plus the service, plus the answer's own writing: a few ms, its
+    # tail a loaded machine's (p95 0.030 s once, beside three busy unit-test workers); a
+    # wait or a service counted twice or not at all would move the median by tens of ms
     answer = ledger["duration_s"] - ledger["queue_s"] - ledger["service_s"]
-    assert answer.min() > 0 and answer.quantile(0.95) < 0.01 and answer.max() < 0.05
+    assert answer.min() > 0 and answer.median() < 0.005 and answer.quantile(0.95) < 0.05
 
 
 def test_waits_under_an_open_poisson_load_match_m_d_c(
@@ -201,7 +203,9 @@ def test_clients_that_hang_up_are_still_served_unless_cancel_on_disconnect(
     gone_rows = rows[rows["key"].str.startswith("gone")]
     assert gone_rows["client_gone"].all() and gone_rows["abandoned"].all()
     assert (gone_rows["status"] == 0).all() and (gone_rows["decision"] == "approved").all()
-    assert ((gone_rows["service_s"] - 1.5).abs() < TOLERANCE_S).all()  # served to the end
+    # served to the end (the timer only ends a service late: 15.6 ms once, other core busy)
+    assert (gone_rows["service_s"] > 1.5 - 0.001).all(), gone_rows["service_s"]
+    assert _one_hiccup_at_most(gone_rows["service_s"] - 1.5), gone_rows["service_s"]
     _check_against_reference(rows, 1, 1.500)
 
     rows = cancelled.ledger()

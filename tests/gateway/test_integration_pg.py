@@ -453,8 +453,9 @@ def _outcome(client: httpx.Client, url: str) -> str:
 def test_refuse_closes_the_port_for_the_phase_and_reopens_it(
     tmp_path: Path, gateways: list[PgProcess]
 ) -> None:
-    """Connection refused from 1 s to 3 s after t0, on a lone listener and with a control one."""
-    phases = "    - {name: down, start: 1s, duration: 2s, fault: {type: refuse}}\n"
+    """Connection refused from 2 s to 4 s after t0, on a lone listener and with a control one.
+    (From 1 s, a loaded machine once sent its first call 0.85 s after t0: nothing before.)"""
+    phases = "    - {name: down, start: 2s, duration: 2s, fault: {type: refuse}}\n"
     lone = PgProcess(scenario_file(tmp_path, phases, name="lone"))
     steered = PgProcess(
         scenario_file(tmp_path, phases, name="steered"), control=True,
@@ -481,10 +482,10 @@ def test_refuse_closes_the_port_for_the_phase_and_reopens_it(
     seen: dict[str, list[tuple[float, str]]] = {"lone": [], "steered": []}
     admin_during: list[dict[str, Any]] = []
     with httpx.Client(timeout=2) as client:
-        while (t := time.time() - t0) < 4.0:
+        while (t := time.time() - t0) < 5.0:
             for name, g in (("lone", lone), ("steered", steered)):
                 seen[name].append((t, _outcome(client, f"{g.url}/v1/payments/approve")))
-            if 1.5 < t < 2.5 and not admin_during:
+            if 2.5 < t < 3.5 and not admin_during:
                 admin_during.append(client.get(f"{steered.control_url}/__admin/fault").json())
                 metrics = client.get(f"{steered.control_url}/metrics").text
                 assert "pg_calls_received_total" in metrics
@@ -495,15 +496,15 @@ def test_refuse_closes_the_port_for_the_phase_and_reopens_it(
     for name, calls in seen.items():
         # 0.3 s clear of each edge: a call is timed before it is sent, and the listener's
         # close and reopen follow the edge by a wake-up of the loop (more on a loaded machine)
-        before = {o for t, o in calls if t < 0.7}
-        during = {o for t, o in calls if 1.3 < t < 2.7}
-        after = {o for t, o in calls if t > 3.3}
+        before = {o for t, o in calls if t < 1.7}
+        during = {o for t, o in calls if 2.3 < t < 3.7}
+        after = {o for t, o in calls if t > 4.3}
         assert before == {"200"}, (name, calls)
         assert during == {"ConnectError"}, (name, calls)
         assert after == {"200"}, (name, calls)
     assert admin_during and admin_during[0]["listening"] is False
     assert admin_during[0]["phase"] == "down"
-    assert hung["error"] in ("ReadError", "RemoteProtocolError") and 0.9 < hung["at"] < 1.6
+    assert hung["error"] in ("ReadError", "RemoteProtocolError") and 1.9 < hung["at"] < 2.6
     steered.stop()
     cut = [r for r in steered.rows() if r["key"] == "hung-across"]
     assert [(r["status"], r["client_gone"], r["decision"]) for r in cut] == [("0", "false", "none")]
