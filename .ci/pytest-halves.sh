@@ -4,9 +4,9 @@
 #                default auto: one per core); CPU-bound, so they share the machine well
 #   integration  the tests marked integration, in INTEGRATION_JOBS workers (default 4; 0: in
 #                this process, one at a time), laid out by tests/lanes.py (--lanes): a test
-#                module at a time per worker, ALONE modules first, then the longest first
-#                (tests/durations.json), two JVM or Docker modules at once at most; the 15
-#                slowest listed. They start real processes and wait on the clock far more
+#                module at a time per worker, the longest first (tests/durations.json),
+#                the JVM and Docker modules one at a time while clock-bound ones wait; the
+#                15 slowest listed. They start real processes and wait on the clock far more
 #                than they use the CPU (a short before/after run: ~55 s, ~8 s of CPU)
 # SETUP, when set, is a command making what only the integration half needs (`make test`:
 # the Debian packages, the Docker base image, the npm packages, the spring-shop jar). It
