@@ -200,7 +200,15 @@ def free_bytes(path: Path) -> int:
 def lock_dir(path: Path) -> int | None:
     """An exclusive ``flock`` on folder ``path``: its descriptor, or ``None`` if another
     process holds it. The kernel drops it when the holder dies, however it dies."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    return _flock(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+
+
+def lock_file(path: Path) -> int | None:
+    """``lock_dir`` for file ``path``, made if missing, its descriptor open for writing."""
+    return _flock(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+
+
+def _flock(fd: int) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

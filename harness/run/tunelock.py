@@ -18,13 +18,12 @@ reader may find it empty for an instant: ``record`` then answers ``None``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from harness.results.io import utc_now
+from harness.results.io import lock_file, utc_now
 from harness.run.manifest import identity_alive, process_identity
 
 LOCK_NAME = "tune.lock"
@@ -85,17 +84,10 @@ class TuneLock:
         gives an empty hold: the record and the writes then decide."""
         path = folder / LOCK_NAME
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = lock_file(path)
         except OSError:
             return cls(path, None)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        except OSError:  # no flock here
-            pass
-        return cls(path, fd)
+        return None if fd is None else cls(path, fd)
 
     def record(self) -> dict[str, Any] | None:
         return read_record(self.path.parent)
