@@ -232,6 +232,12 @@ def run(
     try:
         experiment.run()
     except KeyboardInterrupt:
+        if experiment.manifest.record.get("status") == "completed":
+            # Every build had ended and said so: Ctrl-C came as the run was closing, before
+            # the report; the user asked to stop, so no report is begun.
+            view.stop_live()
+            _report_interrupted(experiment.run_dir, gates=bool(loaded.scenario.gates))
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         err.print("interrupted: every process was stopped; partial results kept.")
         code = EXIT_INTERRUPTED
     except RunError as exc:
