@@ -184,6 +184,27 @@ class MetricsSettings(StrictModel):
     """How the harness watches the processes."""
 
     interval: Duration = Field(1.0, ge=0.1, le=60)
+    timeout: Duration | None = Field(
+        None,
+        gt=0,
+        le=60,
+        description="a scrape not answered within this fails (default: the interval; "
+        "at most the interval, as Prometheus's scrape_timeout)",
+    )
+
+    @model_validator(mode="after")
+    def _timeout_within_interval(self) -> MetricsSettings:
+        # One thread scrapes every source in turn: a longer wait would delay the next scrape.
+        if self.timeout is not None and self.timeout > self.interval:
+            raise ValueError(
+                f"timeout {format_duration(self.timeout)} is longer than the interval "
+                f"{format_duration(self.interval)}: at most the interval"
+            )
+        return self
+
+    def scrape_timeout(self) -> float:
+        """How long a scrape may wait for its answer, in seconds."""
+        return self.timeout if self.timeout is not None else self.interval
 
 
 # ---------------------------------------------------------------- gates
