@@ -354,7 +354,11 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         "scrape_gaps": [[round(a - data.t0, 3), round(b - data.t0, 3)] for a, b in data.gaps],
     }
     interval = scenario.metrics.interval
-    stalls = validity.warnings(data.gaps, interval, data.t0, lateness, worst)
+    failed = build.info.get("scrape_failed", [])
+    on_app_port = validity.metrics_on_app_port(
+        build.info.get("target_url"), build.info.get("target_metrics_url")
+    )
+    stalls = validity.warnings(data.gaps, interval, data.t0, lateness, worst, failed, on_app_port)
     warnings = [*data.warnings, *([silent] if silent else []), *stalls]
     if warnings:  # only when something read looks wrong (a half-counted breaker, no call)
         figures["warnings"] = warnings
@@ -363,7 +367,9 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     missing = {
         **not_measured(data),
         **unmeasured,
-        **validity.gap_not_measured(data.gaps, data.t0, interval, spans, phases),
+        **validity.gap_not_measured(
+            data.gaps, data.t0, interval, spans, phases, failed, exposed=data.series.keys()
+        ),
     }
     if missing:  # only when something was not: a fully measured build reads as before
         figures["not_measured"] = missing

@@ -15,12 +15,21 @@ Two ways the harness itself, not the service, can make a build's numbers wrong:
   was due: latency counts from the intended start, so the service is blamed for the
   wait. A request sent more than ``LATE_WARN_S`` late is warned.
 
+A gap whose scrapes were tried and failed is the target's, not the harness's: the scraper
+keeps each failed scrape's time and why (``run.scraper.FailedScrape``, the manifest's
+``scrape_failed``), and a target whose metrics share its request port (an actuator on the
+app port, queued behind a full pool) is told to serve them on a port of their own.
+
 Both are figures of the catalogue (``validity.scrape_gap_max_s``,
 ``validity.generator_max_lateness_s``), so a gate can refuse such a run
 (``before.generator.max_lateness_s <= 0.5``, ``before.scrape.gap_max_s <= 3``).
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -72,11 +81,38 @@ def gap_blind(figure: Figure) -> bool:
     return figure.series() is not None and figure.statistic.gap_blind
 
 
-def gap_reason(gap: Gap, t0: float, interval_s: float) -> str:
-    return (
+def failed_in(gap: Gap, failed: Sequence[Sequence[float | str]]) -> list[str]:
+    """Why each scrape of a target that started inside ``gap`` failed (``run.scraper``'s
+    ``[start, end, source, why]``): empty when none was tried, so the harness was stalled."""
+    return [
+        str(why)
+        for start, _end, source, why in failed
+        if is_target_source(str(source)) and gap[0] <= float(start) <= gap[1]
+    ]
+
+
+def _cause(whys: list[str]) -> str:
+    """What a gap's failed scrapes say of the target (``failed_in``)."""
+    counted = Counter(whys)
+    said = {
+        "timeout": "not answered in time",
+        "refused": "refused (nothing listening)",
+        "status": "answered with an HTTP error",
+        "unreadable": "answered with no metrics text",
+    }
+    parts = [f"{n} {said.get(why, why)}" for why, n in counted.most_common()]
+    return f"the target's scrapes failed: {', '.join(parts)}"
+
+
+def gap_reason(
+    gap: Gap, t0: float, interval_s: float, failed: Sequence[Sequence[float | str]] = ()
+) -> str:
+    where = (
         f"scrape gap: no scrape of the target for {gap[1] - gap[0]:.1f} s "
         f"(+{gap[0] - t0:.1f} s to +{gap[1] - t0:.1f} s; the interval is {interval_s:g} s)"
     )
+    whys = failed_in(gap, failed)
+    return f"{where}; {_cause(whys)}" if whys else where
 
 
 def gap_not_measured(
@@ -85,19 +121,26 @@ def gap_not_measured(
     interval_s: float,
     windows: dict[str, Gap],
     phases: dict[str, Gap],
+    failed: Sequence[Sequence[float | str]] = (),
+    exposed: Collection[str] | None = None,
 ) -> dict[str, str]:
     """Figure key -> why it is None: a gap fell in its window (``windows``: ``fault`` and
-    ``whole``; ``phases``: each phase's, keyed ``phases.<name>.<key>``)."""
+    ``whole``; ``phases``: each phase's, keyed ``phases.<name>.<key>``). With ``exposed``
+    (the canonical series the target showed), only figures of those: one whose series the
+    service never had is not measured for that reason, not the gap's."""
     out: dict[str, str] = {}
     for figure in FIGURES:
         if not gap_blind(figure):
             continue
+        series = figure.series()
+        if exposed is not None and series is not None and series.name not in exposed:
+            continue
         span = windows["fault" if figure.window == "fault" else "whole"]
         if (gap := overlaps(gaps, *span)) is not None:
-            out[figure.key] = gap_reason(gap, t0, interval_s)
+            out[figure.key] = gap_reason(gap, t0, interval_s, failed)
         for name, (start, end) in phases.items():
             if figure.phase_key and (gap := overlaps(gaps, start, end)) is not None:
-                out[f"phases.{name}.{figure.phase_key}"] = gap_reason(gap, t0, interval_s)
+                out[f"phases.{name}.{figure.phase_key}"] = gap_reason(gap, t0, interval_s, failed)
     return out
 
 
@@ -115,16 +158,64 @@ def max_lateness(samples: pd.DataFrame, window: Gap) -> tuple[float | None, pd.S
     return max(0.0, float(late[worst])), sent.iloc[worst]
 
 
+UNMEASURED = (
+    "the scrape figures of the windows it falls in are not measured "
+    "(gate `scrape.gap_max_s` to refuse such a run)"
+)
+
+
+def _gap_warning(
+    gap: Gap,
+    interval_s: float,
+    t0: float,
+    failed: Sequence[Sequence[float | str]],
+    metrics_on_app_port: bool,
+) -> str:
+    """A gap said as the target's when its scrapes were tried and failed, else the harness's."""
+    reason = gap_reason(gap, t0, interval_s, failed)
+    whys = failed_in(gap, failed)
+    if not whys:  # no scrape was even tried: the scraper itself did not run
+        return (
+            f"{reason}: the orchestrator was stalled (stopped, swapped, starved of CPU); "
+            f"{UNMEASURED}"
+        )
+    if "timeout" not in whys:
+        return f"{reason}: the target's metrics could not be read; {UNMEASURED}"
+    if metrics_on_app_port:
+        advice = (
+            "its metrics are served on the port its requests use, where a scrape waits "
+            "behind them when every worker is busy: serve them on a port of their own (Spring "
+            "Boot: `--management.server.port={metrics_port}` and the build's "
+            '`metrics: {port: "{metrics_port}"}`; the harness gives each build that port)'
+        )
+    else:
+        advice = (
+            "it was too busy or blocked to answer (a starved CPU, a long pause, a metrics "
+            "handler waiting on a lock); a longer `metrics.timeout` (up to the interval) or "
+            "`metrics.interval` gives it more time"
+        )
+    return f"{reason}: the harness was running, the target did not answer; {advice}; {UNMEASURED}"
+
+
+def metrics_on_app_port(target_url: str | None, metrics_url: str | None) -> bool:
+    """Whether the target's metrics are read on the port its requests use."""
+    if not target_url or not metrics_url:
+        return False
+    return urlsplit(target_url).netloc == urlsplit(metrics_url).netloc
+
+
 def warnings(
-    gaps: list[Gap], interval_s: float, t0: float, lateness: float | None, worst: pd.Series | None
+    gaps: list[Gap],
+    interval_s: float,
+    t0: float,
+    lateness: float | None,
+    worst: pd.Series | None,
+    failed: Sequence[Sequence[float | str]] = (),
+    metrics_on_app_port: bool = False,
 ) -> list[str]:
-    """What the user must be told: each scrape gap, and a generator that ran late."""
-    out = [
-        f"{gap_reason(gap, t0, interval_s)}: the orchestrator was stalled (stopped, swapped, "
-        "starved of CPU); the scrape figures of the windows it falls in are not measured "
-        "(gate `scrape.gap_max_s` to refuse such a run)"
-        for gap in gaps
-    ]
+    """What the user must be told: each scrape gap (the target's or the harness's), and a
+    generator that ran late."""
+    out = [_gap_warning(gap, interval_s, t0, failed, metrics_on_app_port) for gap in gaps]
     if lateness is not None and worst is not None and lateness > LATE_WARN_S:
         out.append(
             f"the load generator sent requests up to {lateness:.2f} s late ({worst['endpoint']}, "

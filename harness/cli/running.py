@@ -64,9 +64,14 @@ class _ProgressView:
         )
         busy = "-" if p.busy_workers is None else f"{p.busy_workers:.0f}"
         pool = "-" if p.max_workers is None else f"{p.max_workers:.0f}"
+        stale = (
+            f" (metrics {p.metrics_age_s:.0f} s old: not answering)"
+            if p.metrics_age_s is not None and p.metrics_age_s > 2 * p.interval_s
+            else ""
+        )
         line = (
             f"[{p.build}] {min(p.elapsed_s, p.total_s):5.0f}/{p.total_s:.0f}s  {rates}  "
-            f"busy {busy}/{pool}  breaker {p.breaker_state or '-'}"
+            f"busy {busy}/{pool}  breaker {p.breaker_state or '-'}{stale}"
         )
         if self.live is not None:
             self.live.update(Text(line))

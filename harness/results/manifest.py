@@ -157,6 +157,8 @@ class BuildRecord(KindRecord):
     error: NotRequired[str]
     log_tail: NotRequired[str]
     scrape_failures: NotRequired[dict[str, int]]
+    scrape_failed: NotRequired[list[list[float | str]]]
+    """The first failed scrapes: [start, end (epoch s), source, why] (``run.scraper``)."""
     metrics_spool_error: NotRequired[str]
     samples: NotRequired[int]
     pg_calls: NotRequired[int]

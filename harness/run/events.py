@@ -34,6 +34,10 @@ class Progress:
     busy_workers: float | None
     max_workers: float | None
     breaker_state: str | None
+    metrics_age_s: float | None = None
+    """How old the target's newest scrape is (None: none yet); the line says it when stale."""
+    interval_s: float = 1.0
+    """The scrape interval: a reading older than two is stale."""
 
 
 @dataclass

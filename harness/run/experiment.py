@@ -320,6 +320,7 @@ class Experiment:
             self.scenario.metrics.interval,
             spool=bdir / METRICS_LIVE,
             history=preset_for(info),
+            timeout_s=self.scenario.metrics.scrape_timeout(),
         )
         return scraper.start()
 

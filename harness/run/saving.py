@@ -36,6 +36,10 @@ def save_build(
         scraper.stop()  # already stopped after the load; here for a build that failed before
         attempt(lambda: write_parquet_atomic(scraper.frame(), bdir / "metrics.parquet"))
         info["scrape_failures"] = dict(scraper.failures)
+        if scraper.failed:  # when, which source and why: a gap is then said as the target's
+            info["scrape_failed"] = [
+                [round(f.start, 3), round(f.end, 3), f.source, f.why] for f in scraper.failed
+            ]
         if scraper.spool_error is not None:
             info["metrics_spool_error"] = scraper.spool_error
 

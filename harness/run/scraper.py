@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal, NamedTuple
 
 import httpx
 import pandas as pd
@@ -43,6 +43,35 @@ from harness.results.io import METRICS_COLUMNS, metrics_from_csv
 from harness.scenario.schema import Scenario
 
 Clock = Callable[[], float]
+
+MAX_FAILED_KEPT = 1000
+"""Failed scrapes kept with their times (the count goes on): enough to place every gap of a
+long run's worst stretch, small enough for the manifest."""
+
+
+FailureKind = Literal["timeout", "refused", "status", "unreadable"]
+"""``timeout``: no answer within the scrape timeout (a live process too busy or blocked to
+answer); ``refused``: nothing listening or the connection broken; ``status``: an HTTP error
+status; ``unreadable``: an answer that is not the text format."""
+
+
+class FailedScrape(NamedTuple):
+    """A scrape that brought nothing: from ``start`` to ``end`` (the clock's), and why."""
+
+    start: float
+    end: float
+    source: str
+    why: FailureKind
+
+
+def failure_kind(exc: Exception) -> FailureKind:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.HTTPStatusError):
+        return "status"
+    if isinstance(exc, httpx.HTTPError):
+        return "refused"
+    return "unreadable"
 
 
 class Scraper:
@@ -61,13 +90,17 @@ class Scraper:
         clock: Clock = time.time,
         spool: Path | None = None,
         history: Preset | None = None,
+        timeout_s: float | None = None,
     ) -> None:
         self.sources = dict(sources)
         self.interval_s = interval_s
         self.clock = clock
-        self.client = httpx.Client(timeout=max(0.5, interval_s), transport=transport)
+        self.timeout_s = min(interval_s, timeout_s) if timeout_s is not None else interval_s
+        self.client = httpx.Client(timeout=max(0.5, self.timeout_s), transport=transport)
         self.rows: list[tuple[float, str, str, str, float]] = []
         self.failures: dict[str, int] = {name: 0 for name in self.sources}
+        self.failed: list[FailedScrape] = []
+        """The failed scrapes (the first ``MAX_FAILED_KEPT``): when, which source, why."""
         self.latest: dict[str, list[tuple[float, str, str, str, float]]] = {}
         self._stop = threading.Event()
         self._edges: list[float] = []
@@ -118,8 +151,10 @@ class Scraper:
                 response = self.client.get(url)
                 response.raise_for_status()
                 rows = parse_text(response.text, t, source)
-            except (httpx.HTTPError, ValueError):
+            except (httpx.HTTPError, ValueError) as exc:
                 self.failures[source] += 1
+                if len(self.failed) < MAX_FAILED_KEPT:
+                    self.failed.append(FailedScrape(t, self.clock(), source, failure_kind(exc)))
                 continue
             if self._keep is None:
                 self.rows.extend(rows)
@@ -186,6 +221,11 @@ class Scraper:
         if self.spool is not None:
             return metrics_from_csv(self.spool)
         return pd.DataFrame(self.rows, columns=METRICS_COLUMNS)
+
+    def latest_at(self, source: str) -> float | None:
+        """When the newest good scrape of ``source`` was taken (the clock's), if any."""
+        rows = self.latest.get(source)
+        return rows[0][0] if rows else None
 
     def latest_value(self, source: str, selector: Selector) -> float | None:
         """Sum of the newest scrape's samples matching ``selector`` (for live progress)."""

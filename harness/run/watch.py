@@ -123,7 +123,17 @@ def _progress(
         busy_workers=_latest(scraper, preset.gauge("busy_workers")),
         max_workers=_latest(scraper, preset.gauge("max_workers")),
         breaker_state=_breaker_now(scraper, preset),
+        metrics_age_s=_age(scraper),
+        interval_s=scraper.interval_s,
     )
+
+
+def _age(scraper: Scraper) -> float | None:
+    """How old the oldest of the target's newest scrapes is: a live figure read from a
+    target that stopped answering its metrics is that old."""
+    times = [scraper.latest_at(source) for source in _targets(scraper)]
+    known = [t for t in times if t is not None]
+    return max(0.0, scraper.clock() - min(known)) if known else None
 
 
 def _targets(scraper: Scraper) -> list[str]:

@@ -25,6 +25,7 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -192,15 +193,17 @@ class MetricsSettings(StrictModel):
         "at most the interval, as Prometheus's scrape_timeout)",
     )
 
-    @model_validator(mode="after")
-    def _timeout_within_interval(self) -> MetricsSettings:
+    @field_validator("timeout")
+    @classmethod
+    def _timeout_within_interval(cls, timeout: float | None, info: ValidationInfo) -> float | None:
         # One thread scrapes every source in turn: a longer wait would delay the next scrape.
-        if self.timeout is not None and self.timeout > self.interval:
+        interval = info.data.get("interval")
+        if timeout is not None and interval is not None and timeout > interval:
             raise ValueError(
-                f"timeout {format_duration(self.timeout)} is longer than the interval "
-                f"{format_duration(self.interval)}: at most the interval"
+                f"{format_duration(timeout)} is longer than the interval "
+                f"{format_duration(interval)}: at most the interval"
             )
-        return self
+        return timeout
 
     def scrape_timeout(self) -> float:
         """How long a scrape may wait for its answer, in seconds."""

@@ -122,3 +122,57 @@ def test_an_interrupted_build_is_looked_at_for_gaps_only_as_far_as_it_ran(
     run = RunResult(tmp_path, {"run_id": "r", "status": "interrupted"}, {B: build})
     b = analyse(run, load_scenario_text(SCENARIO).scenario)["builds"][B]
     assert b["validity"]["scrape_gaps"] == [[3.5, 9.5]], b["validity"]
+
+
+def _build_info(failed: list[list[float | str]], metrics_url: str) -> dict[str, object]:
+    return {
+        "t0": T0,
+        "preset": "shop",
+        "target_url": "http://127.0.0.1:8001",
+        "target_metrics_url": metrics_url,
+        "scrape_failed": failed,
+    }
+
+
+def _report_with(tmp_path: Path, info: dict[str, object]) -> Report:
+    build = BuildResult(B, _samples(), _metrics(gap=(11.0, 19.0)), info)
+    run = RunResult(tmp_path, {"run_id": "r", "status": "completed"}, {B: build})
+    return analyse(run, load_scenario_text(SCENARIO).scenario)
+
+
+def test_a_gap_whose_scrapes_timed_out_is_the_target_s_and_names_a_port_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Scrapes tried in the gap and not answered in time: the target did not answer, not a
+    stalled harness; on the app's own port the advice is a port for the metrics."""
+    timed_out: list[list[float | str]] = [
+        [T0 + t, T0 + t + 1, "target", "timeout"] for t in (11.5, 13.5, 15.5, 17.5)
+    ]
+    same_port = _report_with(tmp_path, _build_info(timed_out, "http://127.0.0.1:8001/metrics"))
+    b = same_port["builds"][B]
+    (warning,) = b["warnings"]
+    assert "the target did not answer" in warning and "orchestrator" not in warning
+    assert "4 not answered in time" in warning
+    assert "management.server.port" in warning
+    assert "4 not answered in time" in b["not_measured"]["workers.busy_max_fault"]
+    own_port = _report_with(tmp_path, _build_info(timed_out, "http://127.0.0.1:8002/metrics"))
+    (warning,) = own_port["builds"][B]["warnings"]
+    assert "the target did not answer" in warning and "management.server.port" not in warning
+    assert "metrics.timeout" in warning
+    # Failures outside the gap, or of the gateway's scrapes, say nothing of it.
+    elsewhere: list[list[float | str]] = [
+        [T0 + 2, T0 + 3, "target", "timeout"],
+        [T0 + 12, T0 + 13, "pg", "timeout"],
+    ]
+    stalled = _report_with(tmp_path, _build_info(elsewhere, "http://127.0.0.1:8001/metrics"))
+    (warning,) = stalled["builds"][B]["warnings"]
+    assert "the orchestrator was stalled" in warning
+
+
+def test_a_gap_does_not_say_figures_of_series_the_service_never_had(tmp_path: Path) -> None:
+    """The target shows busy and max workers, no database pool: a gap blanks the workers'
+    figures, and the pool's read not measured only for the pool's own reason."""
+    b = _report_with(tmp_path, _build_info([], "http://127.0.0.1:8002/metrics"))["builds"][B]
+    gap_said = {key for key, why in b["not_measured"].items() if "scrape gap" in why}
+    assert "workers.busy_max_fault" in gap_said
+    assert not [key for key in gap_said if "db_" in key], gap_said

@@ -1,11 +1,15 @@
 """The scraper: every scrape kept, failures counted, the newest one read for progress."""
 
+import socket
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 
 from harness.analysis.series import Selector
+from harness.core.errors import InputError
 from harness.run.scraper import Scraper, window_edges
 from harness.scenario.loader import load_scenario_text
 
@@ -176,3 +180,71 @@ builds: {b: {profile: retry-only}}
 """
     ).scenario
     assert window_edges(scenario, 100.0) == [100.0, 105.0, 115.0, 120.0]
+
+
+def test_each_failed_scrape_is_kept_with_its_time_and_why() -> None:
+    """A real server on loopback that answers too late, one that answers 500, a port where
+    nothing listens: each failed scrape is kept as timeout, status or refused, with when it
+    was tried, so a gap can be said as the target's (it was tried) or the harness's (not)."""
+    release = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path == "/slow":
+                release.wait(5)  # the scrape's timeout (0.5 s) ends first
+            self.send_response(500 if self.path == "/broken" else 200)
+            self.end_headers()
+            self.wfile.write(SHOP.format(busy=1).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    scraper = Scraper(
+        {
+            "target": f"{base}/slow",
+            "pg": f"{base}/broken",
+            "replica-1": f"http://127.0.0.1:{closed.getsockname()[1]}/metrics",
+            "replica-2": f"{base}/metrics",
+        },
+        1.0,
+        timeout_s=0.5,
+    )
+    try:
+        began = time.time()
+        scraper.scrape_once()
+        assert scraper.timeout_s == 0.5
+        whys = {f.source: f.why for f in scraper.failed}
+        assert whys == {"target": "timeout", "pg": "status", "replica-1": "refused"}
+        slow = next(f for f in scraper.failed if f.source == "target")
+        assert began <= slow.start and slow.end - slow.start >= 0.5
+        assert scraper.failures == {"target": 1, "pg": 1, "replica-1": 1, "replica-2": 0}
+        assert scraper.latest_at("replica-2") is not None and scraper.latest_at("target") is None
+    finally:
+        release.set()
+        scraper.stop()
+        server.shutdown()
+        server.server_close()
+        closed.close()
+
+
+def test_a_scrape_timeout_longer_than_the_interval_is_refused_at_its_line() -> None:
+    loaded = load_scenario_text(
+        "name: s\nduration: 10s\ntraffic: {a: {path: /a, rate: 1}}\n"
+        "builds: {b: {command: [x, '{port}']}}\nmetrics: {interval: 1s, timeout: 1s}\n"
+    )
+    assert loaded.scenario.metrics.scrape_timeout() == 1.0
+    try:
+        load_scenario_text(
+            "name: s\nduration: 10s\ntraffic: {a: {path: /a, rate: 1}}\n"
+            "builds: {b: {command: [x, '{port}']}}\nmetrics: {interval: 1s, timeout: 2s}\n"
+        )
+    except InputError as exc:
+        assert ":5:" in str(exc) and "metrics.timeout" in str(exc), str(exc)
+        assert "at most the interval" in str(exc)
+    else:
+        raise AssertionError("a timeout past the interval was accepted")
