@@ -120,8 +120,11 @@ def endpoint_info(scenario: Scenario, name: str) -> EndpointInfo:
     """What the scenario asked of an endpoint; ``shape`` only when it is more than a rate."""
     ep = scenario.traffic[name]
     info: EndpointInfo = {
-        "method": ep.method,
-        "path": ep.path,
+        # A mix of requests: each of its methods and paths.
+        "method": "/".join(dict.fromkeys(v.method or ep.method for v in ep.requests))
+        if ep.requests
+        else ep.method,
+        "path": " | ".join(v.path for v in ep.requests) if ep.requests else ep.path or "",
         "rate": ep.rate
         if ep.rate is not None
         else _round(scenario.offered_rps(name, 0.0, scenario.duration)) or 0.0,

@@ -51,14 +51,13 @@ from harness.load.master import Coordinator
 from harness.load.plan import (
     PROTOCOL,
     LoadPlan,
-    Paths,
     attempt_index,
     failure_of,
-    idempotency_key,
     retry_rng,
     schedule,
 )
 from harness.load.recorder import FileRecorder, Recorder, WorkerRecorder, sample_row
+from harness.load.requests import Built, Requests
 from harness.load.wire import Endpoint
 
 _POLL_S = 0.01
@@ -166,8 +165,23 @@ class OpenModelUser(User):
         recorder.close()
 
     def _open_sessions(self, plan: LoadPlan) -> None:
+        # Secrets ({env: NAME}) are read here, from this process's own environment.
+        self.requests = {
+            name: Requests(plan.seed, name, ep, os.environ) for name, ep in plan.endpoints.items()
+        }
         self.endpoints = {
-            name: Endpoint(plan.base_url, ep.method, ep.timeout_s, ep.body)
+            name: [
+                Endpoint(
+                    plan.base_url,
+                    kind.method,
+                    ep.timeout_s,
+                    kind.body,
+                    headers=kind.fixed_headers,
+                    varying=kind.varying,
+                    body_varies=kind.body_render is not None,
+                )
+                for kind in self.requests[name].kinds
+            ]
             for name, ep in plan.endpoints.items()
         }
         # What Locust and the harness hold from now on stays: out of the cyclic collector's
@@ -182,8 +196,7 @@ class OpenModelUser(User):
         recorder.start_at = start_at
         recorder.state = "running"
         reporter = gevent.spawn(self._report, recorder, reporter_s)
-        paths = {name: Paths(plan.seed, name, ep) for name, ep in plan.endpoints.items()}
-        keyed = {name for name, ep in plan.endpoints.items() if ep.idempotency_key}
+        requests = self.requests
         inflight: set[Any] = set()
         drained = Event()
         sending = True
@@ -195,15 +208,16 @@ class OpenModelUser(User):
         planned = {name: plan.planned_count(name) for name in plan.endpoints}
         last_due = start_at + plan.total_s + plan.drain_s  # no retry is due after this
 
-        def send(name: str, index: int, intended: float, path: str, headers: str) -> None:
+        def send(name: str, index: int, intended: float, built: Built) -> None:
             """One request: its first attempt, then (``retry``) each retry after its backoff,
             as an attempt of its own (own index, intended start at the backoff's expiry)."""
-            endpoint, request, attempt, is_open = self.endpoints[name], index, 1, True
+            endpoint = self.endpoints[name][built.variant]
+            request, attempt, is_open = index, 1, True
             rng: random.Random | None = None
             try:
                 while True:
                     status, failure, retry_after, end = _send(
-                        recorder, endpoint, name, index, intended, path, headers, attempt, request
+                        recorder, endpoint, name, index, intended, built, attempt, request
                     )
                     open_now[name] -= 1
                     is_open = False
@@ -246,14 +260,9 @@ class OpenModelUser(User):
                 recorder.drop(name, index, intended, time.time())
                 continue
             open_now[name] += 1
-            path = paths[name].path(index)
-            headers = (
-                f"Idempotency-Key: {idempotency_key(plan.seed, name, index)}\r\n"
-                if name in keyed
-                else ""
-            )
+            built = requests[name].build(index)
             # A raw greenlet: no links, no Group (Group.spawn was 1.9% of the busy samples).
-            inflight.add(gevent.spawn_raw(send, name, index, intended, path, headers))
+            inflight.add(gevent.spawn_raw(send, name, index, intended, built))
         recorder.state = "draining"
         sending = False
         if inflight:
@@ -282,8 +291,8 @@ class OpenModelUser(User):
 
 
 def _send(
-    recorder: Recorder, endpoint: Endpoint, name: str, index: int, intended: float, path: str,
-    headers: str, attempt: int = 1, request: int | None = None,
+    recorder: Recorder, endpoint: Endpoint, name: str, index: int, intended: float, built: Built,
+    attempt: int = 1, request: int | None = None,
 ) -> tuple[int, str, float | None, float]:  # fmt: skip
     """Send one attempt and record it; latency counts from ``intended``.
 
@@ -295,7 +304,7 @@ def _send(
     retry_after: float | None = None
     failure = ""
     try:
-        status, outcome, retry_after = endpoint.request(path, headers)
+        status, outcome, retry_after = endpoint.request(built.path, built.headers, built.body)
         error = f"HTTP{status}" if status >= 400 else ""
     except Exception as exc:  # refused, reset, timed out, a broken answer: the row says which
         status, outcome, error, failure = 0, "", type(exc).__name__, failure_of(exc)

@@ -35,11 +35,12 @@ from pydantic import BaseModel
 from harness.core.handoff import Handoff
 from harness.core.rates import RateProfile
 from harness.scenario.client_retry import ClientRetry
+from harness.scenario.requests import RequestShape, read_data
 
 if TYPE_CHECKING:  # the load generator reads plans (a retry model in them), never a scenario
     from harness.scenario.schema import Scenario
 
-PROTOCOL = 5
+PROTOCOL = 6
 """Version of what the load generator is handed: ``plan.json`` (its ``schema`` says it) and the
 messages between a Locust master and its workers (``harness.load.master``), which carry the
 same plan. One number for both: a plan a worker gets by message is the file's payload."""
@@ -111,6 +112,14 @@ class EndpointPlan:
     retry: ClientRetry | None = None
     """The client retries failed requests (the scenario's own model, asked ``retries`` and
     ``wait_s``); None: each request is sent once."""
+    shape: RequestShape | None = None
+    """Headers, query, templates, a mix of requests, a data file (the scenario's own model,
+    ``harness.load.requests`` builds each request from it); None: none of them (then
+    ``path`` and ``body`` are the request; with a mix, ``path`` is empty)."""
+    columns: tuple[str, ...] = ()
+    """The data file's columns (``shape.data``), read by the orchestrator."""
+    rows: tuple[tuple[str, ...], ...] = ()
+    """The data file's rows, carried in the plan so a worker on another machine has them."""
 
     def in_flight_limit(self, worker: int, workers: int) -> int | None:
         """Worker ``worker``'s share of ``max_in_flight``, split as the requests are: the
@@ -176,6 +185,11 @@ class LoadPlan:
                     "retry": None
                     if ep.get("retry") is None
                     else ClientRetry.model_validate(ep["retry"]),
+                    "shape": None
+                    if ep.get("shape") is None
+                    else RequestShape.model_validate(ep["shape"]),
+                    "columns": tuple(ep.get("columns", ())),
+                    "rows": tuple(tuple(r) for r in ep.get("rows", ())),
                 }
             )
             for name, ep in data.pop("endpoints").items()
@@ -290,13 +304,19 @@ class Paths:
     def path(self, index: int) -> str:
         if not self.params:
             return self.template
+        return self.template.format(**self.values(index))
+
+    def values(self, index: int) -> dict[str, int]:
+        """The path parameters of request ``index`` (also its templates' variables)."""
+        if not self.params:
+            return {}
         if index < self.next_index:
             raise ValueError(f"paths are drawn in index order: {index} after {self.next_index - 1}")
         values: dict[str, int] = {}
         while self.next_index <= index:
             values = {k: self.rng.randint(low, high) for k, (low, high) in self.params}
             self.next_index += 1
-        return self.template.format(**values)
+        return values
 
 
 def idempotency_key(seed: int, name: str, index: int) -> str:
@@ -305,17 +325,27 @@ def idempotency_key(seed: int, name: str, index: int) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{name}/{index}"))
 
 
-def endpoint_plans(scenario: Scenario) -> dict[str, EndpointPlan]:
+def endpoint_plans(scenario: Scenario, scenario_dir: Path | None = None) -> dict[str, EndpointPlan]:
     """Each endpoint of the scenario's traffic as the load generator is handed it: one
     mapping for ``harness run`` (``plan_for``) and ``harness simulate``, so both send the
-    same arrivals, paths, bodies, keys and client retries."""
+    same arrivals, paths, bodies, keys and client retries.
+
+    ``scenario_dir``: where data files are read from (``ValueError`` if one cannot be);
+    None: not read (the simulator needs no row: it picks a mix's request the same way).
+    """
     endpoints = {}
+    shape_keys = set(RequestShape.model_fields)
     for n, e in scenario.traffic.items():
         # Measured-window time to the load's own (0 at the warmup's start).
         profile = scenario.rate_profile(n).shifted(scenario.warmup)
+        shape = RequestShape.model_validate(e.model_dump(include=shape_keys)) if e.shaped else None
+        columns: tuple[str, ...] = ()
+        rows: tuple[tuple[str, ...], ...] = ()
+        if e.data is not None and scenario_dir is not None:
+            columns, rows = read_data(e.data, scenario_dir)
         endpoints[n] = EndpointPlan(
             method=e.method,
-            path=e.path,
+            path=e.path or "",
             rate=e.rate if e.rate is not None else profile.peak,
             timeout_s=e.timeout,
             params=dict(e.params),
@@ -328,5 +358,8 @@ def endpoint_plans(scenario: Scenario) -> dict[str, EndpointPlan]:
             count=poisson_count(scenario.seed, n, profile.total)
             if e.arrivals == "poisson"
             else None,
+            shape=shape,
+            columns=columns,
+            rows=rows,
         )
     return endpoints

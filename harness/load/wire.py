@@ -37,6 +37,7 @@ import os
 import re
 import socket
 import time
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
@@ -89,7 +90,14 @@ class Endpoint:
         timeout_s: float,
         body: Any = None,
         outcome_header: str = "X-Outcome",
+        headers: Mapping[str, str] | None = None,
+        varying: Collection[str] = (),
+        body_varies: bool = False,
     ) -> None:
+        """``body``: JSON sent with every request, unless ``body_varies`` (a JSON body given
+        to each ``request``); ``headers``: sent with every request; ``varying``: names of
+        headers each ``request`` gives. Either replaces the client's own header of that name
+        (User-Agent, Content-Type, Accept)."""
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{base_url!r}: expected an http:// or https:// URL with a host")
@@ -117,13 +125,21 @@ class Endpoint:
         self.timeout_s = timeout_s
         self.retry = self.method in IDEMPOTENT
         self.bodyless = self.method == "HEAD"
-        fixed = f"Host: {host}\r\nUser-Agent: harness-load\r\n"
+        given = {name.lower() for name in (*(headers or {}), *varying)}
+        fixed = f"Host: {host}\r\n"
+        if "user-agent" not in given:
+            fixed += "User-Agent: harness-load\r\n"
         self.body = b""
-        if body is not None:
+        if body is not None and not body_varies:
             self.body = json.dumps(body).encode()
-            fixed += "Content-Type: application/json\r\nAccept: application/json\r\n"
+        if body is not None or body_varies:
+            for name in ("Content-Type", "Accept"):
+                if name.lower() not in given:
+                    fixed += f"{name}: application/json\r\n"
+        fixed += "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        self.length = ""
         if self.body or self.method in ("POST", "PUT", "PATCH"):
-            fixed += f"Content-Length: {len(self.body)}\r\n"
+            self.length = f"Content-Length: {len(self.body)}\r\n"
         self.fixed = fixed
         self.outcome_key = b"\r\n" + outcome_header.lower().encode("ascii") + b":"
         self.hub = gevent.get_hub()
@@ -133,17 +149,21 @@ class Endpoint:
 
     # ------------------------------------------------------------ one request
 
-    def request(self, path: str, headers: str = "") -> Answer:
-        """Send one request for ``path`` (``headers``: extra ``Name: value\\r\\n`` lines).
+    def request(self, path: str, headers: str = "", body: bytes | None = None) -> Answer:
+        """Send one request for ``path`` (``headers``: extra ``Name: value\\r\\n`` lines;
+        ``body``: this request's, else the endpoint's).
 
         Raises ``TimeoutError`` past the timeout, ``OSError`` (refused, reset...),
         ``ConnectionClosed`` or ``BadResponse``.
         """
         if not _PLAIN_TARGET.fullmatch(path):
             path = quote(path, safe=_TARGET_SAFE)
-        data = (f"{self.method} {self.prefix}{path} HTTP/1.1\r\n{self.fixed}{headers}\r\n").encode(
-            "latin-1"
-        ) + self.body
+        if body is None:
+            body, length = self.body, self.length
+        else:
+            length = f"Content-Length: {len(body)}\r\n"
+        head = f"{self.method} {self.prefix}{path} HTTP/1.1\r\n{self.fixed}{length}{headers}\r\n"
+        data = head.encode("latin-1") + body
         timer = gevent.Timeout(self.timeout_s)
         timer.start()
         try:

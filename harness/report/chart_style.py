@@ -162,4 +162,4 @@ def log_seconds_axis(ax: Axes) -> None:
 
 def endpoint_title(ax: Axes, scenario: Scenario, ep: str) -> None:
     e = scenario.traffic[ep]
-    ax.set_title(f"{ep} ({e.method} {e.path}, {e.shape()} offered)", loc="left", fontsize=10)
+    ax.set_title(f"{ep} ({e.request_label()}, {e.shape()} offered)", loc="left", fontsize=10)

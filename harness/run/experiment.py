@@ -335,7 +335,9 @@ class Experiment:
         caps: BuildCaps,
     ) -> bool:
         """Start the load and watch it to its end; ``True`` when a gate aborted it first."""
-        plan = plan_for(self.scenario, info["target_url"], bdir, self.load_workers.count)
+        plan = plan_for(
+            self.scenario, info["target_url"], bdir, self.load_workers.count, self.scenario_dir
+        )
         write_text_atomic(bdir / "plan.json", plan.handoff())
         load, ready_s = self._start_load(plan, bdir, group, info)
         info["processes"] = group.pids()

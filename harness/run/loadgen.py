@@ -117,9 +117,20 @@ class LoadWorkers:
         return cls(count, external, host, int(port_text) or None)
 
 
-def plan_for(scenario: Scenario, base_url: str, build_dir: Path, workers: int = 1) -> LoadPlan:
-    """The scenario's traffic against ``base_url``, with the build's files for samples."""
-    endpoints = endpoint_plans(scenario)
+def plan_for(
+    scenario: Scenario,
+    base_url: str,
+    build_dir: Path,
+    workers: int = 1,
+    scenario_dir: Path | None = None,
+) -> LoadPlan:
+    """The scenario's traffic against ``base_url``, with the build's files for samples;
+    ``scenario_dir``: where the endpoints' data files are read (``InputError`` if one
+    cannot be)."""
+    try:
+        endpoints = endpoint_plans(scenario, scenario_dir)
+    except ValueError as exc:
+        raise InputError(f"traffic: {exc}") from None
     return LoadPlan(
         base_url=base_url,
         seed=scenario.seed,

@@ -26,6 +26,7 @@ from harness.scenario.abort import abort_problems
 from harness.scenario.builds import build_problems, folder_problems
 from harness.scenario.gates import GateSyntaxError, check_gate, figure_names, parse_gate
 from harness.scenario.names import name_problems
+from harness.scenario.requests import data_problems, environment_problems
 from harness.scenario.schema import LoadedScenario, Scenario
 
 
@@ -34,10 +35,14 @@ def load_scenario_text(
 ) -> LoadedScenario:
     """Validate scenario YAML text; raise ``ScenarioError`` listing every problem found.
 
-    With ``base_dir`` (the file's folder), the folders builds name are checked to exist there.
+    With ``base_dir`` (the file's folder: a scenario about to run, or ``harness validate``),
+    the folders builds name and the endpoints' data files are checked to exist there, and
+    the environment variables headers read (``{env: NAME}``) to be set in this process.
     """
     done = validate_yaml(Scenario, text, file, expected="a mapping of scenario keys")
     problems = done.problems + _gate_problems(done, file) + _build_problems(done, file, base_dir)
+    if base_dir is not None:
+        problems += _request_problems(done, file, base_dir)
     problems += [  # fields against each other (the time line, the load), at the field's line
         problem_at(file, done.node(*paths), ".".join(str(p) for p in paths[0]), message)
         for path, message in done.model.cross_field_problems()
@@ -98,6 +103,21 @@ def _build_problems(done: Validated[Scenario], file: str, base_dir: Path | None)
         problem_at(file, done.node(path), ".".join(str(p) for p in path), message)
         for path, message in found
     ]
+
+
+def _request_problems(done: Validated[Scenario], file: str, base_dir: Path) -> list[Problem]:
+    """What the requests read outside the file: their data files (from ``base_dir``) and the
+    environment variables of their secrets (this process's, which the load generator
+    inherits), each at its own line."""
+    found = []
+    for name, ep in done.model.traffic.items():
+        for at, message in [
+            *environment_problems(ep),
+            *data_problems(ep, params=ep.params, body=ep.body, base_dir=base_dir),
+        ]:
+            path = ("traffic", name, *at)
+            found.append(problem_at(file, done.node(path), ".".join(map(str, path)), message))
+    return found
 
 
 def load_scenario(path: str | Path, *, check_folders: bool = False) -> LoadedScenario:

@@ -60,6 +60,7 @@ from harness.scenario.builds import Build
 from harness.scenario.client_retry import ClientRetry
 from harness.scenario.faults import PgSchedule
 from harness.scenario.recovery import RecoverySettings, recovery_problems
+from harness.scenario.requests import Method, RequestShape, shape_problems
 from harness.scenario.sweep import Sweep
 
 # ---------------------------------------------------------------- traffic
@@ -73,7 +74,7 @@ class Stage(StrictModel):
     target: float = Field(ge=0, le=MAX_ENDPOINT_RATE, description="requests per second at its end")
 
 
-class Endpoint(StrictModel):
+class Endpoint(RequestShape):
     """One stream of requests (open model): a constant ``rate`` or ramping ``stages``.
 
     Stages count from the start of the measured window, like phases; the
@@ -81,10 +82,12 @@ class Endpoint(StrictModel):
     its target until the window ends. ``arrivals`` spaces the requests evenly
     (``uniform``) or as a Poisson process of that rate, seeded by the scenario's
     seed and the endpoint's name (every build gets the same arrival times).
+    What each request carries beyond its path (headers, query, templates, a mix of
+    requests, a data file) is ``RequestShape``'s (``harness.scenario.requests``).
     """
 
-    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
-    path: str
+    method: Method = "GET"
+    path: str | None = Field(None, description="the path (or requests: a weighted mix)")
     rate: float | None = Field(
         None, gt=0, le=MAX_ENDPOINT_RATE, description="requests per second (or give stages)"
     )
@@ -130,8 +133,23 @@ class Endpoint(StrictModel):
     @model_validator(mode="after")
     def _params_cover_path(self) -> Endpoint:
         # The load generator formats the path with str.format: every placeholder must be bound.
-        check_path(self.path, self.params)
+        if self.path is not None:
+            check_path(self.path, self.params)
         return self
+
+    def shape_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Path or mix, headers and templates checked against the params (paths under the
+        endpoint); the data file's columns are checked where the file is read."""
+        return shape_problems(
+            self, path=self.path, params=self.params, body=self.body,
+            idempotency_key=self.idempotency_key, columns=None,
+        )  # fmt: skip
+
+    def request_label(self) -> str:
+        """What the endpoint sends, for reports: ``POST /api/pay``, or its mix's requests."""
+        if self.requests is None:
+            return f"{self.method} {self.path}"
+        return ", ".join(f"{v.method or self.method} {v.path}" for v in self.requests)
 
     @model_validator(mode="after")
     def _one_shape(self) -> Endpoint:
@@ -344,6 +362,11 @@ class Scenario(StrictModel):
         found += recovery_problems(self.recovery, self.pg.phases, self.duration)
         if not found:  # the load over a time line that holds together
             found += [(("traffic",), m) for m in self._load_problems()]
+        found += [
+            (("traffic", name, *at), message)
+            for name, ep in self.traffic.items()
+            for at, message in ep.shape_problems()
+        ]
         return found
 
     def _cap_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
