@@ -40,9 +40,11 @@ def simulate(
         ),
     ] = None,
 ) -> None:
-    """Simulate every build the model covers (shop builds, jar builds from their
-    Resilience4j properties) and write a run folder marked simulated, then its report.
-    A screen, never the verdict: run the best candidates for real."""
+    """Simulate every build the model covers (our reference services: shop builds, and jar
+    and command builds of the Spring shop and the Node gateway that say so with
+    simulate-as) and write a run folder marked simulated, then its report. A build it does
+    not model is refused, naming it (exit 2 when none is left). A screen, never the
+    verdict: run the best candidates for real."""
     try:
         loaded = load_scenario(scenario, check_folders=False)
     except InputError as exc:

@@ -240,14 +240,20 @@ def _simulator() -> Simulate:
 
 def _check_screenable(plan: Plan) -> None:
     """Refuse a screen the simulator cannot make before a tune folder is made for it: the
-    scenario (client retries, pg.capacity, caps) or the base build's kind it does not
-    model is an ``InputError``, as ``harness simulate`` says it."""
+    scenario (client retries, pg.capacity, caps) or any candidate it does not model (a
+    build of a kind or service it has no model of, traffic its model has no route for) is
+    an ``InputError``, as ``harness simulate`` says it. A candidate left out of the screen
+    would rank as never simulated and never run for real, unsaid."""
     from harness.simulate import modelled
 
     for batch in plan.batches():
-        services, refused = modelled(plan.loaded(batch).scenario, [c.name for c in batch])
-        if not services:
-            raise InputError("--screen: " + ("; ".join(str(r) for r in refused) or "nothing"))
+        _, refused = modelled(plan.loaded(batch).scenario, [c.name for c in batch])
+        if refused:
+            raise InputError(
+                "--screen: the simulator cannot stand for every candidate: "
+                + "; ".join(str(r) for r in refused)
+                + " (run the sweep without --screen, at most 40 real runs)"
+            )
 
 
 def _screen(folder: TuneFolder, plan: Plan, simulate: Simulate) -> list[str]:

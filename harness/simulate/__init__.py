@@ -6,7 +6,8 @@ real. ``simulate_run`` writes a run folder laid out as ``harness run``'s (manife
 unchanged. What is modelled and what is not, and the measured error: docs/simulate.md.
 
 Modules, bottom up: ``clock`` (the event heap, a fair FIFO pool), ``services`` (which
-builds are modelled, as the shop's own ``ShopConfig``), ``gateway`` (the scenario's
+builds are modelled, as the shop's own ``ShopConfig``), ``routes`` (the scenario's traffic
+against the modelled service's routes), ``gateway`` (the scenario's
 faults by the gateway's own rules, the ledger), ``layers`` (the resilience composition on
 the simulated clock), ``shop`` (threads, accept queue, DB pool, routes, the client's
 side), ``frames`` (samples, ledger, scrapes), ``run`` (``simulate_run``). Never imports

@@ -28,7 +28,7 @@ from harness.gateway.decide import APPROVE_PATH
 from harness.simulate.clock import Clock
 from harness.simulate.gateway import Gateway
 from harness.simulate.opossum import OpossumBreaker, OpossumConfig
-from harness.simulate.shop import Request, Server
+from harness.simulate.shop import Request, Route, Server, route_of
 from targets.shop.pg_client import PgRejected, PgServerError, PgTimeout
 
 NODE_CPU_S = 0.001
@@ -40,7 +40,13 @@ PROFILES: dict[str, dict[str, Any]] = {
     "after": {"VENDOR_TIMEOUT_MS": 5000, "RETRIES": 0, "BREAKER": True, "separated": False},
     "separated": {"VENDOR_TIMEOUT_MS": 5000, "RETRIES": 0, "BREAKER": False, "separated": True},
 }
-_PRODUCT = re.compile(r"^/api/products/([^/]+)$")
+NODE_ROUTES = (
+    Route("verify", "POST", re.compile(r"^/api/verify$"), "POST /api/verify"),
+    Route("verify", "POST", re.compile(r"^/api/payments$"), "POST /api/payments"),
+    Route("cart", "GET", re.compile(r"^/api/cart$"), "GET /api/cart"),
+    Route("product", "GET", re.compile(r"^/api/products/([^/]+)$"), "GET /api/products/{id}"),
+)
+"""``server.js``'s routes (``/api/payments`` is ``/api/verify`` under another name)."""
 
 
 @dataclass(frozen=True)
@@ -217,16 +223,13 @@ class NodeService(Server):
             self._queued_in[id(request)] = slots
 
     def _route(self, request: Request) -> None:
-        path, method = request.path, request.method
-        if path in ("/api/verify", "/api/payments"):
-            if method != "POST":
-                self._client_hears(request, 405, "")
-                return
+        name, _ = route_of(NODE_ROUTES, request.method, request.path)
+        if name == "verify":
             self._in_slot(self.verify_slots, request, lambda answer: self._verify(request, answer))
-        elif (path == "/api/cart" or _PRODUCT.match(path)) and method == "GET":
+        elif name in ("cart", "product"):
             self._in_slot(self.shared, request, lambda answer: answer(200))
         else:
-            self._client_hears(request, 404, "")
+            self._client_hears(request, int(name), "")
 
     def _verify(self, request: Request, answer: Callable[[int], None]) -> None:
         config, breaker = self.config, self.breaker

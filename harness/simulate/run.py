@@ -41,6 +41,7 @@ from harness.simulate.clock import Clock
 from harness.simulate.frames import Scraper, ledger_frame, samples_frame
 from harness.simulate.gateway import Gateway
 from harness.simulate.node import NodeConfig, NodeService
+from harness.simulate.routes import sent, unrouted
 from harness.simulate.services import NotModelled, Service, service_of
 from harness.simulate.shop import Request, Shop
 
@@ -94,7 +95,7 @@ def simulate_build(scenario: Scenario, service: Service, seed: int) -> Simulated
         timeout = service.config.read_timeout_s
         gateway = Gateway(clock, scenario, seed, timeout, scenario.warmup)
         rng = random.Random(f"{seed}:{service.name}:retry")
-        server = Shop(clock, service.config, service.backlog, gateway, rng)
+        server = Shop(clock, service.config, service.backlog, gateway, rng, service.routes)
     scraper = Scraper(server, gateway, ORIGIN)
     for name, ep in plan.endpoints.items():
         paths = Paths(plan.seed, name, ep)
@@ -180,11 +181,18 @@ def modelled(
         raise InputError(f"unknown build(s) {unknown}; the scenario has {list(scenario.builds)}")
     services: list[Service] = []
     refused: list[NotModelled] = []
+    requests = sent(load_plan(scenario))
     for name in names:
         try:
-            services.append(service_of(name, scenario.builds[name]))
+            service = service_of(name, scenario.builds[name])
         except NotModelled as exc:
             refused.append(exc)
+            continue
+        problem = unrouted(service, requests)
+        if problem is None:
+            services.append(service)
+        else:
+            refused.append(problem)
     return services, refused
 
 

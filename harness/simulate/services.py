@@ -14,6 +14,14 @@ translated to the same settings. A ``command`` build of ``targets/node-gateway``
 modelled from its env and flags (``harness.simulate.node``: opossum's options). Anything
 else (docker, url, other command builds, a replicated shop, a thread-pool bulkhead,
 the Spring shop's seed 002 compositions) is ``NotModelled``, naming the build and why.
+
+A jar or command build is a stranger's service unless it says otherwise: the model of
+the Spring shop or the Node gateway stands for it only when the build declares it is
+that service (``simulate-as: spring-shop`` / ``node-gateway``), and only for traffic to
+the routes that service has (``Service.routes``; ``harness.simulate.run.modelled`` checks
+the scenario's traffic against them). A model of our shop answering for a
+stranger's jar reported the shop's routes as the stranger's (2400 requests to
+``/api/orders`` answered 404, "the gateway received no call").
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from harness.scenario.builds.command import CommandBuild
 from harness.scenario.builds.jar import JarBuild
 from harness.scenario.builds.shop import CircuitBreakerSettings, RetrySettings, ShopBuild
 from harness.scenario.builds.spring_properties import leaves
-from harness.simulate.node import NodeConfig, node_config
+from harness.simulate.node import NODE_ROUTES, NodeConfig, node_config
+from harness.simulate.shop import SHOP_ROUTES, SPRING_SHOP_ROUTES, Route
 from targets.shop.config import ShopConfig
 
 SHOP_BACKLOG = 2048
@@ -65,17 +74,32 @@ class NotModelled(Exception):
 
 @dataclass(frozen=True)
 class Service:
-    """One build as the simulator runs it: the shop's settings and its accept queue."""
+    """One build as the simulator runs it: the shop's settings and its accept queue, the
+    reference service it is modelled as (``model``: its name and folder) and its routes."""
 
     name: str
     kind: str
     config: ShopConfig | NodeConfig
     backlog: int
+    model: str
+    routes: tuple[Route, ...]
 
 
-_NOT_MODELLED = (
-    "a {kind} build has no model (the simulator models shop builds, jar builds from "
-    "their Resilience4j properties, and command builds of targets/node-gateway)"
+MODELS = {
+    SimulatorModel.SHOP: "the shop (targets/shop)",
+    SimulatorModel.SPRING_SHOP: "the Spring shop (targets/spring-shop)",
+    SimulatorModel.NODE_GATEWAY: "the Node gateway (targets/node-gateway)",
+}
+"""The services the simulator has a model of: our reference targets, and no other."""
+CAN_MODEL = (
+    "the simulator models only our reference services: shop builds, jar builds of "
+    "targets/spring-shop that say so (simulate-as: spring-shop) and command builds of "
+    "targets/node-gateway that say so (simulate-as: node-gateway)"
+)
+_NOT_MODELLED = "a {kind} build has no model (" + CAN_MODEL + ")"
+_UNDECLARED = (
+    "a {kind} build has no model unless it says it runs {model} with simulate-as: "
+    "{value}: another service's {kind} would be reported as ours (" + CAN_MODEL + ")"
 )
 
 _B = TypeVar("_B", bound=BuildSettings)
@@ -93,20 +117,24 @@ def service_of(name: str, build: Build) -> Service:
                     name, f"replicas: {shop.replicas} (a balancer in front) is not modelled"
                 )
             data = shop.model_dump(mode="json", by_alias=True, exclude={"replicas"})
-            return Service(name, shop.kind, _config(name, data), SHOP_BACKLOG)
+            config = _config(name, data)
+            return Service(name, shop.kind, config, SHOP_BACKLOG, MODELS[model], SHOP_ROUTES)
         case SimulatorModel.SPRING_SHOP:
             jar = _declared(build, JarBuild, model)
+            _said(name, jar, jar.simulate_as, model)
             settings = spring_settings(name, jar.properties)
-            return Service(name, jar.kind, _config(name, settings), TOMCAT_BACKLOG)
+            return Service(
+                name, jar.kind, _config(name, settings), TOMCAT_BACKLOG, MODELS[model],
+                SPRING_SHOP_ROUTES,
+            )  # fmt: skip
         case SimulatorModel.NODE_GATEWAY:
             command = _declared(build, CommandBuild, model)
-            if not _is_node_gateway(command):
-                raise NotModelled(name, _NOT_MODELLED.format(kind=command.kind))
+            _said(name, command, command.simulate_as, model)
             try:
-                config = node_config(command.env, command.command)
+                node = node_config(command.env, command.command)
             except ValueError as exc:
                 raise NotModelled(name, f"its node-gateway settings: {exc}") from None
-            return Service(name, command.kind, config, 0)
+            return Service(name, command.kind, node, 0, MODELS[model], NODE_ROUTES)
         case SimulatorModel.NONE:
             raise NotModelled(name, _NOT_MODELLED.format(kind=build.kind))
         case _:
@@ -124,11 +152,14 @@ def _declared(build: BuildSettings, settings: type[_B], model: SimulatorModel) -
     return build
 
 
-def _is_node_gateway(build: CommandBuild) -> bool:
-    """A command build that starts ``targets/node-gateway/server.js`` (its options are then
-    its env and flags, which the model reads)."""
-    said = " ".join([build.cwd, *build.command])
-    return "node-gateway" in said and any(a.endswith("server.js") for a in build.command)
+def _said(name: str, build: BuildSettings, said: str | None, model: SimulatorModel) -> None:
+    """A jar or command build is modelled as our reference service only when it says it is
+    that service (``simulate-as``): a stranger's jar is not our Spring shop because both
+    are jars, nor a command our Node gateway because both are commands."""
+    if said != model.value:
+        raise NotModelled(
+            name, _UNDECLARED.format(kind=build.kind, model=MODELS[model], value=model.value)
+        )
 
 
 def _config(name: str, data: dict[str, Any]) -> ShopConfig:

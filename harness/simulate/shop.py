@@ -42,9 +42,54 @@ REQUEST_CPU_S = 0.005
 about what the CI seed-000 scenario measured for a product read here (p50 5-7 ms)."""
 PAYMENT_STATEMENTS = (2, 1)
 """A payment's DB statements before its gateway call and after it (``targets.shop.db``)."""
-_DETAIL = re.compile(r"^/api/products/(\d{1,18})/detail$")
-_PRODUCT = re.compile(r"^/api/products/(\d+)$")
 _STATUS_CODE = {"APPROVED": 200, "FAILED": 402, "TIMEOUT_UNKNOWN": 503}
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route a modelled service answers: what it does (``name``), its method (None: any)
+    and its path, as a pattern and as written (``shown``). A request no route's path
+    matches is answered 404; one whose path matches a route of another method, 405."""
+
+    name: str
+    method: str | None
+    pattern: re.Pattern[str]
+    shown: str
+
+    def serves(self, method: str, path: str) -> bool:
+        """Whether the model answers ``method path`` as this route does."""
+        return self.method in (None, method) and self.pattern.match(path) is not None
+
+
+def route_of(routes: tuple[Route, ...], method: str, path: str) -> tuple[str, re.Match[str] | None]:
+    """The name of the route of ``routes`` that answers ``method path``, and its path's
+    match; ``("405", None)`` when only routes of other methods have the path, else
+    ``("404", None)``."""
+    other_method = False
+    for route in routes:
+        match = route.pattern.match(path)
+        if match is not None and route.method in (None, method):
+            return route.name, match
+        other_method = other_method or match is not None
+    return ("405" if other_method else "404"), None
+
+
+_PAYMENT = Route("payment", "POST", re.compile(r"^/api/payments$"), "POST /api/payments")
+_PRODUCT = Route("product", None, re.compile(r"^/api/products/(\d+)$"), "GET /api/products/{id}")
+SHOP_ROUTES = (
+    _PAYMENT,
+    Route(
+        "detail", "GET", re.compile(r"^/api/products/(\d{1,18})/detail$"),
+        "GET /api/products/{id}/detail",
+    ),
+    _PRODUCT,
+)  # fmt: skip
+"""``targets/shop/app.py``'s routes (a product read answers any method, as the shop does)."""
+SPRING_SHOP_ROUTES = (
+    _PAYMENT,
+    Route("product", "GET", _PRODUCT.pattern, _PRODUCT.shown),
+)
+"""``targets/spring-shop``'s ``ShopController``: no detail route."""
 
 
 @dataclass
@@ -109,10 +154,17 @@ class Shop(Server):
     """One build's shop: threads, backlog, DB pool and layers, and what they count."""
 
     def __init__(
-        self, clock: Clock, config: ShopConfig, backlog: int, gateway: Gateway, rng: random.Random
+        self,
+        clock: Clock,
+        config: ShopConfig,
+        backlog: int,
+        gateway: Gateway,
+        rng: random.Random,
+        routes: tuple[Route, ...] = SHOP_ROUTES,
     ) -> None:
         super().__init__(clock, gateway)
         self.config = config
+        self.routes = routes
         self.backlog_limit = backlog
         self.layers = Layers(clock, self.config, rng)
         self.workers = self.config.workers
@@ -147,18 +199,15 @@ class Shop(Server):
             self._start(self.backlog.popleft())
 
     def _route(self, request: Request) -> None:
-        path = request.path
-        if path == "/api/payments" and request.method == "POST":
+        name, match = route_of(self.routes, request.method, request.path)
+        if name == "payment":
             self._statements(request, PAYMENT_STATEMENTS[0], lambda: self._pay(request))
-            return
-        match = _DETAIL.match(path)
-        if match and request.method == "GET":
+        elif name == "detail" and match is not None:
             self._detail(request, int(match.group(1)))
-            return
-        if _PRODUCT.match(path):
+        elif name == "product":
             self._statements(request, 1, lambda: self._answer(request, 200, ""))
-            return
-        self._answer(request, 404, "")
+        else:
+            self._answer(request, int(name), "")
 
     def _statements(self, request: Request, n: int, then: Callable[[], None]) -> None:
         """``n`` DB statements one after another, each its own checkout of a connection."""

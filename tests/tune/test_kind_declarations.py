@@ -28,11 +28,16 @@ BUILDS: dict[str, tuple[dict[str, Any], list[str]]] = {
             "command": ["node", "server.js"],
             "cwd": "targets/node-gateway",
             "env": {"PORT": "{port}", "CB_TIMEOUT_MS": "800"},
+            "simulate-as": "node-gateway",
         },
         ["env.CB_TIMEOUT_MS"],
     ),
     "jar": (
-        {"jar": "app.jar", "properties": {"server.tomcat.threads.max": 16}},
+        {
+            "jar": "app.jar",
+            "properties": {"server.tomcat.threads.max": 16},
+            "simulate-as": "spring-shop",
+        },
         ["properties.server.tomcat.threads.max"],
     ),
     "docker": (
@@ -41,7 +46,8 @@ BUILDS: dict[str, tuple[dict[str, Any], list[str]]] = {
     ),
     "url": ({"url": "http://127.0.0.1:9000"}, ["url"]),
 }
-"""One build of each kind and the axis a sweep would vary on it."""
+"""One build of each kind and the axis a sweep would vary on it (a jar or command build that
+says which of our reference services it runs, which the simulator models)."""
 
 SCENARIO = """\
 name: kinds
@@ -117,3 +123,12 @@ def test_the_simulator_models_each_kind_as_it_declares(kind: str) -> None:
             service_of(kind, build)
     else:
         assert service_of(kind, build).kind == kind
+
+
+@pytest.mark.parametrize("kind", ["command", "jar"])
+def test_a_build_that_does_not_say_it_is_ours_is_not_modelled_as_ours(kind: str) -> None:
+    """A kind's model is of our reference service (``SimulatorModel``), not of every build
+    of the kind: without ``simulate-as`` the build is another service (issue 30, item 6)."""
+    build = _validated(kind).model_copy(update={"simulate_as": None})
+    with pytest.raises(NotModelled, match=f"a {kind} build has no model unless it says"):
+        service_of(kind, build)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -30,6 +30,12 @@ class CommandBuild(ServiceBuild):
     env: Env = Field(default_factory=dict)
     port: int | None = Field(
         None, ge=1, le=65535, description="fixed port the service listens on; default: {port}"
+    )
+    simulate_as: Literal["node-gateway"] | None = Field(
+        None,
+        description="node-gateway: this command runs targets/node-gateway, the reference Node "
+        "service, which harness simulate (and tune --screen) may model; without it a command "
+        "build is refused by the simulator",
     )
 
     def templated(self) -> Iterator[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -116,6 +116,12 @@ class JarBuild(ServiceBuild):
     )
     health: JarHealth = Field(default_factory=JarHealth)
     metrics: JarMetrics = Field(default_factory=JarMetrics)
+    simulate_as: Literal["spring-shop"] | None = Field(
+        None,
+        description="spring-shop: this jar is targets/spring-shop, the reference Spring shop, "
+        "which harness simulate (and tune --screen) may model; without it a jar build is "
+        "refused by the simulator",
+    )
 
     def templated(self) -> Iterator[str]:
         yield from self.java_options
