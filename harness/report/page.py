@@ -3,20 +3,27 @@
 Everything is inline (CSS in a ``<style>``, charts as base64 ``data:`` URIs),
 there is no script, and a Content-Security-Policy forbids any fetch, so the
 file can be mailed, attached to a CI run or opened years later and look the
-same. All text from the report is escaped. Sections of the report this
-module does not know (per-phase figures, per-replica figures...) are left out
-rather than guessed at, and missing optional keys show as "-". Of the gates,
-only those with ``seed:`` appear (Seed claims): the others' verdicts are
-``harness gate``'s, which may be given a baseline run.
+same. All text from the report is escaped. The page has every section
+report.md has, in its order: the headline table, the Seed claims and the
+per-build tables are drawn here (verdicts coloured, offered rps); every other
+section (gates skipped, by phase and the time line, per replica, service kept,
+the gateway ledger, not measured) is report.md's own Markdown rendered as HTML
+(``markdown-it-py``, raw HTML escaped), so a section added to report.md is on the
+page too. Missing optional keys show as "-". Of the gates, those with ``seed:``
+(Seed claims) and those skipped appear, as in report.md: the others' verdicts
+are ``harness gate``'s, which may be given a baseline run.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from markdown_it import MarkdownIt
 
 from harness.analysis.format import cell as _num
 from harness.analysis.format import count_cell
@@ -27,6 +34,7 @@ from harness.report.tables import (
     WINDOWS_NOTE,
     headline_notes,
     headline_rows,
+    markdown,
     not_measured_lines,
     repeat_note,
     report_warnings,
@@ -65,6 +73,10 @@ footer { margin-top: 3em; color: #888; font-size: .85em; }
 .verdict-fail, .verdict-error { color: #7a1a1a; font-weight: 600; }
 .warning { background: #fff4d6; border-left: 4px solid #d9a400; padding: .4em .8em; }
 """
+
+
+MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
+"""report.md's Markdown (tables, lists, emphasis, code) as HTML; HTML in its text is escaped."""
 
 
 def page_head(title: str) -> str:
@@ -198,6 +210,12 @@ the seed's own figure is beside ours for scale.</p>
 """
 
 
+def build_title(name: str, build: Mapping[str, Any]) -> str:
+    """A build's section title, as report.md has it (``tables.markdown``)."""
+    stopped = ", aborted" if build.get("status") == "aborted" else ""
+    return f"{name} ({build.get('profile', '-')}{stopped})"
+
+
 def _build_tables(report: Report) -> str:
     """Per build, one row per endpoint: volume, success, latency percentiles, errors."""
     header = ["endpoint", "requests", "rps", "offered rps", "success"]
@@ -206,7 +224,7 @@ def _build_tables(report: Report) -> str:
     for name, build in (report.get("builds") or {}).items():
         if not isinstance(build, Mapping):
             continue
-        title = f"{name} ({build.get('profile', '-')}), {build.get('status', '-')}"
+        title = build_title(name, build)
         rows = []
         for ep, s in (build.get("endpoints") or {}).items():
             lat = _get(s, "latency_s") or {}
@@ -219,8 +237,61 @@ def _build_tables(report: Report) -> str:
                 + [error_text]
             )
         parts.append(f"<h3>{esc(title)}</h3>")
+        parts.append(f'<p class="note">Status: {esc(build.get("status"))}.</p>')
         parts.append(_table(header, rows, text_cols=[9]) if rows else '<p class="note">-</p>')
     return "\n".join(parts) or '<p class="note">No build produced samples.</p>'
+
+
+def markdown_sections(text: str) -> list[tuple[str, str]]:
+    """The ``## `` sections of report.md's text, in order: (title, the Markdown under it)."""
+    sections: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            sections.append((line[3:].strip(), []))
+        elif sections:
+            sections[-1][1].append(line)
+    return [(title, "\n".join(body)) for title, body in sections]
+
+
+def _sections(report: Report) -> str:
+    """Every section of report.md after its headline, in its order: the Seed claims and
+    the per-build tables drawn here, every other one from report.md's own Markdown."""
+    builds = _builds_section(report)
+    try:
+        sections = markdown_sections(markdown(report))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        note = f'<p class="note">Sections of report.md left out: the report lacks {esc(exc)}.</p>'
+        return "\n".join([_claims(report), builds, note])
+    titles = {
+        build_title(name, b)
+        for name, b in (report.get("builds") or {}).items()
+        if isinstance(b, Mapping)
+    }
+    parts: list[str] = []
+    placed = False
+    for title, body in sections:
+        if title == "Seed claims":
+            parts.append(_claims(report))
+        elif title in titles:
+            if not placed:  # the builds' sections follow one another: drawn in one place
+                parts.append(builds)
+                placed = True
+        else:
+            anchor = re.sub(r"[^a-z0-9]+", "-", title.split(" (")[0].lower()).strip("-")
+            parts.append(
+                f'<section id="{esc(anchor)}">\n<h2>{esc(title)}</h2>\n'
+                f"{MARKDOWN.render(body)}</section>"
+            )
+    if not placed:  # no build produced samples: said where the builds would be
+        parts.append(builds)
+    return "\n".join(parts)
+
+
+def _builds_section(report: Report) -> str:
+    return f"""<section id="builds">
+<h2>Per build and endpoint</h2>
+{_build_tables(report)}
+</section>"""
 
 
 def _charts(charts: Mapping[str, Path]) -> str:
@@ -243,7 +314,8 @@ def _charts(charts: Mapping[str, Path]) -> str:
 
 
 def render_html(report: Report, charts: Mapping[str, Path]) -> str:
-    """The report as one HTML page: summary, headline table, per-build tables, charts."""
+    """The report as one HTML page: summary, headline table, every other section of
+    report.md, charts."""
     scenario, run_id, status = report.get("scenario"), report.get("run_id"), report.get("status")
     status_class = "".join(c for c in str(status) if c.isalnum())
     title = f"{scenario} — run {run_id} ({status})"
@@ -264,10 +336,7 @@ def render_html(report: Report, charts: Mapping[str, Path]) -> str:
 {esc(WINDOWS_NOTE.replace("*", ""))}</p>
 {_headline(report)}
 </section>
-{_claims(report)}<section id="builds">
-<h2>Per build and endpoint</h2>
-{_build_tables(report)}
-</section>
+{_sections(report)}
 <section id="charts">
 <h2>Charts</h2>
 {_charts(charts)}
