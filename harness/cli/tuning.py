@@ -433,7 +433,7 @@ def _blamed(folder: TuneFolder, experiment: Any) -> tuple[str, str, set[str]] | 
 def _report(folder: TuneFolder, plan: Plan, write: bool = True) -> dict[str, Any]:
     """Print the tune's result, then (``write``) write its files: ``WriteError`` when they
     cannot be (what was printed stands)."""
-    from harness.tune.report import tune_result, write_tune_files
+    from harness.tune.report import flat_text, lead_text, tune_result, write_tune_files
 
     result = tune_result(folder, plan)
     x, y = result["front_scores"]
@@ -453,10 +453,24 @@ def _report(folder: TuneFolder, plan: Plan, write: bool = True) -> dict[str, Any
             f"  {x} {_g(c['scores'][0]):>7}  {y} {_g(c['scores'][1]):>7}  {verdict}"
             + ("  front" if c["on_front"] else "")
         )
+    if flat_text(result):
+        _say(flat_text(result))
     if result["recommended"] is None:
-        _say("no candidate that ran meets every constraint: nothing recommended")
+        _say(
+            "no candidate that ran meets every constraint: nothing recommended"
+            if not any(c["feasible"] and c["measured"] == "measured" for c in result["candidates"])
+            else "no feasible candidate is on the front (a front score was not measured): "
+            "nothing recommended"
+        )
     else:
-        _say(f"recommended: {result['recommended']}")
+        _say(
+            f"recommended: {result['recommended']} (the best by the objective on the front of "
+            "the feasible candidates)"
+        )
+        for p in result["passed_over"]:
+            _say(f"  {p['name']} ranks before it by the objective: {p['why']}")
+        if lead_text(result):
+            _say(lead_text(result))
         _say(result["recommended_config"]["text"].rstrip())
     refined = result["refined"]
     if refined is not None:
@@ -493,17 +507,6 @@ def _verdict(result: dict[str, Any], check: str | None) -> int:
     if found is None:  # refused before anything ran (_check_name)
         err.print(f"--check {check}: not a candidate of this sweep", highlight=False)
         return EXIT_INPUT
-    ok = found["feasible"] and found["on_front"]
-    why = (
-        "feasible and on the front"
-        if ok
-        else "not run"
-        if found["measured"] == "missing"
-        else f"could not be run: {found['error']}"
-        if found["measured"] == "failed"
-        else "fails a constraint"
-        if not found["feasible"]
-        else f"dominated (front: {', '.join(result['front'])})"
-    )
+    ok, why = found["check"]["pass"], found["check"]["why"]  # the recommendation's own rule
     _say(f"check {check}: {'pass' if ok else 'fail'}: {why}")
     return EXIT_OK if ok else EXIT_GATE

@@ -1,9 +1,17 @@
 """Candidates judged from their reports: constraints, the objective, the two front scores,
-the ranking (feasible first, by the objective), the Pareto front and per-axis sensitivity.
+the ranking (feasible first, by the objective), the Pareto front, the recommendation and
+per-axis sensitivity.
 
 Every figure is read as a gate reads it (``harness.gates.evaluate``), from the report of
 the run the candidate ran in, so a tune's verdicts are the figures its runs' own reports
 show.
+
+One rule says what may be recommended and what ``--check`` passes (``admissible``):
+measured for real, every constraint met, on the front. The recommendation is the best of
+those by the objective, so it always passes its own check (the best by the objective
+alone could be dominated: with every candidate at 0 on one score, a tie on the objective
+went to the first name, which another candidate beat on the other score). Whether its
+lead over the next is within noise is ``near``'s verdict, the refinement's own.
 """
 
 from __future__ import annotations
@@ -60,6 +68,9 @@ class Outcome:
     checks: list[Check] = field(default_factory=list)
     rank: int | None = None
     on_front: bool = False
+    dominated_by: list[str] = field(default_factory=list)
+    """The candidates of the front's pool that beat it on both scores (empty on the front,
+    or when it is not in the pool: infeasible, a score not measured, not run)."""
     aliases: list[str] = field(default_factory=list)
     abort: dict[str, Any] | None = None
     error: str = ""
@@ -142,16 +153,39 @@ def rank(plan: Plan, outcomes: list[Outcome]) -> list[Outcome]:
     ordered = sorted(outcomes, key=key)
     for i, o in enumerate(x for x in ordered if x.measured != "missing"):
         o.rank = i + 1
-    # The front of the feasible candidates measured (the constraints say what is admissible;
-    # a point that fails one beats nothing, and is never on it: with none feasible there is
-    # no front); before any real run, of the feasible estimates (a screen).
+    points = front_pool(ordered)
+    for o in points:
+        o.dominated_by = [p.name for p in points if p is not o and _dominates(p, o)]
+        o.on_front = not o.dominated_by
+    return ordered
+
+
+def front_pool(ordered: list[Outcome]) -> list[Outcome]:
+    """The candidates the front is drawn among: the feasible ones measured with both scores
+    (the constraints say what is admissible; a point that fails one beats nothing, and is
+    never on it: with none feasible there is no front); before any real run, the feasible
+    estimates (a screen)."""
     scored = [o for o in ordered if o.feasible and None not in o.scores]
     real = [o for o in scored if o.measured == "measured"]
     measured = any(o.measured == "measured" for o in ordered)
-    points = real if measured else scored
-    for o in points:
-        o.on_front = not any(_dominates(p, o) for p in points if p is not o)
-    return ordered
+    return real if measured else scored
+
+
+def flat_scores(ranked: list[Outcome]) -> list[tuple[int, float]]:
+    """The front scores that do not vary over the front's pool of two candidates or more:
+    ``(index, the one value)``. The front is then the best by the other score alone, and a
+    chart of it is a line along one axis, which says nothing of the flat score."""
+    points = front_pool(ranked)
+    if len(points) < 2:
+        return []
+    found = []
+    for i in range(2):
+        values = {o.scores[i] for o in points}
+        if len(values) == 1:
+            value = values.pop()
+            assert value is not None
+            found.append((i, value))
+    return found
 
 
 def _dominates(a: Outcome, b: Outcome) -> bool:
@@ -161,13 +195,106 @@ def _dominates(a: Outcome, b: Outcome) -> bool:
     return ax <= bx and ay <= by and (ax < bx or ay < by)
 
 
+def admissible(o: Outcome) -> str:
+    """Why ``o`` may be neither recommended nor pass ``--check`` ("" when it may): the one
+    rule of both. It ran for real (a simulated estimate is never the verdict), meets every
+    constraint, and no other such candidate beats it on both front scores."""
+    if o.measured == "missing":
+        return "not run"
+    if o.measured == "failed":
+        return f"could not be run: {o.error}"
+    if o.measured != "measured":
+        return "simulated only (a screen's estimate is never the verdict)"
+    if not o.feasible:
+        failed = [c.text for c in o.checks if c.verdict != "pass"] or [f"status {o.status}"]
+        return f"fails a constraint: {'; '.join(failed)}"
+    if o.on_front:
+        return ""
+    if o.dominated_by:
+        return f"dominated by {', '.join(o.dominated_by)}"
+    return "not on the front: a front score was not measured"
+
+
 def recommended(ranked: list[Outcome]) -> Outcome | None:
-    """The best feasible candidate that was measured for real (a simulated estimate is
-    never the verdict), or None when none meets the constraints."""
+    """The best candidate by the objective of those ``admissible`` (measured, feasible, on
+    the front), or None when there is none: the recommendation always passes its own
+    ``--check``."""
     for o in ranked:
-        if o.feasible and o.measured == "measured" and o.objective is not None:
+        if not admissible(o) and o.objective is not None:
             return o
     return None
+
+
+def passed_over(ranked: list[Outcome], best: Outcome) -> list[tuple[str, str]]:
+    """The measured feasible candidates ranked before ``best`` by the objective that are not
+    recommended, each with why (dominated on the front): ``(name, why)``."""
+    ahead = ranked[: ranked.index(best)]
+    return [
+        (o.name, admissible(o))
+        for o in ahead
+        if o.measured == "measured" and o.feasible and admissible(o)
+    ]
+
+
+@dataclass(frozen=True)
+class Lead:
+    """The recommended candidate's objective against the next-best one on the front."""
+
+    over: str
+    by: float
+    """How much better the recommended one's objective is, in the objective's sense."""
+    within_noise: bool
+    why: str
+    """``near``'s reason when within noise; else what tells them apart."""
+
+
+def lead(ranked: list[Outcome], best: Outcome, sense: str, tolerance: float) -> Lead | None:
+    """``best`` against the next-best ``admissible`` candidate by the objective (the other
+    choice the front leaves: one ``best`` dominates is no choice), and whether noise tells
+    them apart (``near``: overlapping 95 % intervals, else within ``tolerance`` of
+    ``best``'s objective); None when the front has no other."""
+    assert best.objective is not None
+    other = next(
+        (o for o in ranked if o is not best and not admissible(o) and o.objective is not None),
+        None,
+    )
+    if other is None or other.objective is None:
+        return None
+    sign = 1.0 if sense == "minimize" else -1.0
+    by = sign * (other.objective - best.objective)
+    why = near(best.objective, other.objective, best.objective_interval,
+               other.objective_interval, tolerance)  # fmt: skip
+    if why:
+        return Lead(other.name, by, True, why)
+    if best.objective_interval is not None and other.objective_interval is not None:
+        told = (
+            f"95% intervals apart ({_g(best.objective_interval)} and "
+            f"{_g(other.objective_interval)})"
+        )
+    else:
+        told = (
+            f"more than {tolerance:.0%} apart; one repetition has no interval, so the noise "
+            "itself is not measured (--repeat 3 measures it)"
+        )
+    return Lead(other.name, by, False, told)
+
+
+def near(
+    a: float, b: float, ia: list[float] | None, ib: list[float] | None, tolerance: float
+) -> str:
+    """Why ``b`` is within noise of ``a`` ("" when it is not): overlapping intervals when
+    both have one, else closer than ``tolerance`` of ``a``."""
+    if ia is not None and ib is not None:
+        if ia[0] <= ib[1] and ib[0] <= ia[1]:
+            return f"95% intervals overlap ({_g(ia)} and {_g(ib)})"
+        return ""
+    if abs(b - a) <= tolerance * abs(a):
+        return f"{b:.4g} within {tolerance:.0%} of {a:.4g}"
+    return ""
+
+
+def _g(interval: list[float]) -> str:
+    return f"[{interval[0]:.4g}, {interval[1]:.4g}]"
 
 
 def sensitivity(plan: Plan, outcomes: list[Outcome]) -> dict[str, dict[str, Any]]:
@@ -187,22 +314,11 @@ def sensitivity(plan: Plan, outcomes: list[Outcome]) -> dict[str, dict[str, Any]
     return out
 
 
-def on_front(ranked: list[Outcome], name: str) -> tuple[bool, str]:
-    """The CI check: whether ``name`` is measured, feasible and on the front, and why not."""
-    found = next((o for o in ranked if o.name == name or name in o.aliases), None)
-    if found is None:
-        return False, f"{name!r} is not a candidate of this sweep"
-    if found.measured == "missing":
-        return False, f"{name} has not run"
-    if found.measured == "failed":
-        return False, f"{name} could not be run: {found.error}"
-    if not found.feasible:
-        failed = [c.text for c in found.checks if c.verdict != "pass"] or [found.status]
-        return False, f"{name} no longer meets the constraints: {failed}"
-    if not found.on_front:
-        return False, f"{name} is dominated on the front ({', '.join(plan_front(ranked))})"
-    return True, f"{name} is feasible and on the front"
-
-
-def plan_front(ranked: list[Outcome]) -> list[str]:
-    return [o.name for o in ranked if o.on_front]
+def check(o: Outcome, front: list[str]) -> tuple[bool, str]:
+    """The CI check of ``o`` (``--check``): ``admissible``, and why not, with the front."""
+    why = admissible(o)
+    if not why:
+        return True, "feasible and on the front"
+    if o.dominated_by or why.startswith("not on the front"):
+        why += f" (front: {', '.join(front) or 'none'})"
+    return False, why

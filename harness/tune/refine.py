@@ -1,9 +1,10 @@
 """The refinement: after the first pass, more repetitions for the recommended candidate and
 the neighbours noise does not tell it apart from, and only those (docs/tune.md#refinement).
 
-"Within noise": with intervals (``--repeat``, or rounds already pooled) the two 95 %
-intervals overlap; with one repetition there is none, so the objectives differ by less
-than ``sweep.refine.within`` of the recommended one's. The extra real runs count against
+"Within noise" (``harness.tune.rank.near``, the recommendation's own verdict): with
+intervals (``--repeat``, or rounds already pooled) the two 95 % intervals overlap; with one
+repetition there is none, so the objectives differ by less than ``sweep.refine.within`` of
+the recommended one's. The extra real runs count against
 ``MAX_REAL_RUNS``: the farthest neighbours are left out to fit, or nothing is refined.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 from harness.analysis.combine import bootstrap_ci
 from harness.scenario.sweep import Refine
 from harness.tune.plan import MAX_REAL_RUNS
-from harness.tune.rank import Outcome, recommended
+from harness.tune.rank import Outcome, near, recommended
 
 
 @dataclass
@@ -39,24 +40,6 @@ class Selection:
 
     def record(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def near(
-    a: float, b: float, ia: list[float] | None, ib: list[float] | None, tolerance: float
-) -> str:
-    """Why ``b`` is within noise of ``a`` ("" when it is not): overlapping intervals when
-    both have one, else closer than ``tolerance`` of ``a``."""
-    if ia is not None and ib is not None:
-        if ia[0] <= ib[1] and ib[0] <= ia[1]:
-            return f"95% intervals overlap ({_g(ia)} and {_g(ib)})"
-        return ""
-    if abs(b - a) <= tolerance * abs(a):
-        return f"{b:.4g} within {tolerance:.0%} of {a:.4g}"
-    return ""
-
-
-def _g(interval: list[float]) -> str:
-    return f"[{interval[0]:.4g}, {interval[1]:.4g}]"
 
 
 def select(ranked: list[Outcome], refine: Refine, repeat: int, used: int) -> Selection:

@@ -5,17 +5,32 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from textwrap import fill
+from typing import TYPE_CHECKING, Any
 
 from harness.report.chart_style import new_figure, save
 from harness.results.io import write_error, write_json_atomic, write_text_atomic
+from harness.scenario.sweep import Refine
 from harness.tune.candidates import abbreviation
 from harness.tune.folder import TuneFolder
 from harness.tune.plan import Plan
-from harness.tune.rank import Outcome, judge, rank, recommended, sensitivity
+from harness.tune.rank import (
+    Outcome,
+    check,
+    flat_scores,
+    judge,
+    lead,
+    passed_over,
+    rank,
+    recommended,
+    sensitivity,
+)
 from harness.tune.recommend import recommended_config
 from harness.tune.refine import pool
 from harness.tune.screen import errors, simulated_reports
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TUNE_SCHEMA = "harness.tune/1"
 
@@ -73,9 +88,16 @@ def tune_result(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
     ranked = rank(plan, outcomes)
     best = recommended(ranked)
     language, config = ("", "")
+    ahead: list[dict[str, str]] = []
+    lead_: dict[str, Any] | None = None
     if best is not None:
         language, config = recommended_config(plan.candidate(best.name), plan.axes)
+        ahead = [{"name": n, "why": why} for n, why in passed_over(ranked, best)]
+        tolerance = (plan.sweep.refine or Refine()).tolerance
+        found = lead(ranked, best, plan.sweep.objective.sense, tolerance)
+        lead_ = None if found is None else dataclasses.asdict(found)
     missing = [o.name for o in ranked if o.measured == "missing"]
+    front = [o.name for o in ranked if o.on_front]
     return {
         "schema": TUNE_SCHEMA,
         "sweep_file": str(plan.path),
@@ -87,11 +109,19 @@ def tune_result(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
         "objective": {"sense": plan.sweep.objective.sense, "expr": plan.sweep.objective.expr},
         "subject_to": plan.constraints,
         "front_scores": list(plan.sweep.front),
-        "candidates": [dataclasses.asdict(o) | {"feasible": o.feasible} for o in ranked],
-        "front": [o.name for o in ranked if o.on_front],
+        "candidates": [
+            dataclasses.asdict(o) | {"feasible": o.feasible, "check": _check(o, front)}
+            for o in ranked
+        ],
+        "front": front,
+        "flat_scores": [
+            {"score": plan.sweep.front[i], "value": value} for i, value in flat_scores(ranked)
+        ],
         "sensitivity": sensitivity(plan, ranked),
         "recommended": None if best is None else best.name,
         "recommended_config": {"language": language, "text": config},
+        "recommended_lead": lead_,
+        "passed_over": ahead,
         "missing": missing,
         "complete": not missing,
         "failed": [{"name": o.name, "error": o.error} for o in ranked if o.measured == "failed"],
@@ -99,6 +129,50 @@ def tune_result(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
         "simulator_error": errors(ranked, simulated),
         "refined": folder.refinement(),
     }
+
+
+def _check(o: Outcome, front: list[str]) -> dict[str, Any]:
+    passed, why = check(o, front)
+    return {"pass": passed, "why": why}
+
+
+def lead_text(result: dict[str, Any]) -> str:
+    """The recommended candidate's lead over the next on the front, in words: "within noise"
+    when noise does not tell them apart ("" without a recommendation or another candidate on
+    the front)."""
+    found = result.get("recommended_lead")
+    if not result["recommended"] or not found:
+        return ""
+    name, over = result["recommended"], found["over"]
+    if found["within_noise"]:
+        return (
+            f"{name} and {over}, both on the front, are within noise on the objective "
+            f"({found['why']}): the pick between them is not the objective's; tell them apart "
+            "with more repetitions (--repeat 3, or --refine 2), or choose by the front's "
+            "other score."
+        )
+    return (
+        f"{name} leads {over} on the objective by {found['by']:.4g}, beyond noise ({found['why']})."
+    )
+
+
+def flat_text(result: dict[str, Any]) -> str:
+    """What the front is when a front score does not vary ("" when both vary)."""
+    flat = result.get("flat_scores") or []
+    if not flat:
+        return ""
+    scores = result["front_scores"]
+    if len(flat) == 2:
+        return (
+            f"Neither front score varies ({scores[0]} = {flat[0]['value']:.4g}, {scores[1]} = "
+            f"{flat[1]['value']:.4g} for every feasible candidate): every one is on the front."
+        )
+    (only,) = flat
+    other = scores[1] if only["score"] == scores[0] else scores[0]
+    return (
+        f"{only['score']} does not vary ({only['value']:.4g} for every feasible candidate): "
+        f"the front is the best by {other} alone."
+    )
 
 
 def write_tune_report(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
@@ -139,6 +213,10 @@ def markdown(result: dict[str, Any]) -> str:
         + (", ".join(f"`{c}`" for c in result["subject_to"]) or "nothing")
         + f". Front: `{x}` against `{y}` (both lower is better).",
         "",
+    ]
+    if flat_text(result):
+        lines += [flat_text(result), ""]
+    lines += [
         "| rank | candidate | "
         + " | ".join(f"`{result['abbrev'].get(a) or abbreviation(a)}`" for a in axes)
         + f" | {obj['expr']} | {x} | {y} | constraints | front |",
@@ -172,11 +250,24 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| `{axis}` | {means} | {_num(s['spread'])} |")
     lines += ["", "## Recommendation", ""]
     if result["recommended"] is None:
-        lines.append("No candidate that ran meets every constraint: nothing is recommended.")
+        feasible = any(c["feasible"] and c["measured"] == "measured" for c in result["candidates"])
+        lines.append(
+            "No feasible candidate is on the front (a front score was not measured): nothing "
+            "is recommended."
+            if feasible
+            else "No candidate that ran meets every constraint: nothing is recommended."
+        )
     else:
         cfg = result["recommended_config"]
         lines += [
-            f"`{result['recommended']}`: the best feasible candidate by the objective.",
+            f"`{result['recommended']}`: the best by the objective of the feasible candidates "
+            "on the front (so it passes its own check, below).",
+        ]
+        lines += [f"- `{p['name']}` ranks before it by the objective: {p['why']}." for p in
+                  result.get("passed_over", [])]  # fmt: skip
+        if lead_text(result):
+            lines += ["", lead_text(result)]
+        lines += [
             "",
             f"```{cfg['language']}",
             cfg["text"].rstrip(),
@@ -217,9 +308,16 @@ def refined_lines(refined: dict[str, Any] | None) -> list[str]:
 
 
 def draw_front(result: dict[str, Any], path: Path) -> Path:
+    """``front_figure`` as a PNG at ``path``."""
+    return save(front_figure(result), path)
+
+
+def front_figure(result: dict[str, Any]) -> Figure:
     """The two scores of every candidate: filled when feasible, hollow when not, a triangle
     when simulated, the current setting a star; the front joined by a line; ``--repeat``
-    intervals as error bars."""
+    intervals as error bars. A front score that does not vary (``flat_scores``) is said on
+    the chart, the front's points ringed, and no line drawn: along one axis it would say
+    nothing of the other."""
     fig, (ax,) = new_figure(1, 4.2, sharex=False)
     x_name, y_name = result["front_scores"]
     done = [c for c in result["candidates"] if None not in c["scores"]]
@@ -245,7 +343,23 @@ def draw_front(result: dict[str, Any], path: Path) -> Path:
         label = c["name"] + (" (recommended)" if c["name"] == result["recommended"] else "")
         ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
     front = sorted((c["scores"] for c in done if c["on_front"]), key=lambda s: s[0])
-    if front:
+    flat = flat_text(result)
+    if front and flat:
+        ax.plot(
+            [s[0] for s in front],
+            [s[1] for s in front],
+            marker="o",
+            markersize=16,
+            markerfacecolor="none",
+            color="tab:red",
+            linestyle="none",
+            label="on the front",
+        )
+        ax.legend(loc="upper right", fontsize=8)
+        for item in result["flat_scores"]:  # one tick, its value: the axis has no range
+            axis = ax.xaxis if item["score"] == x_name else ax.yaxis
+            axis.set_ticks([item["value"]])
+    elif front:
         ax.plot(
             [s[0] for s in front],
             [s[1] for s in front],
@@ -258,11 +372,9 @@ def draw_front(result: dict[str, Any], path: Path) -> Path:
         ax.text(0.5, 0.5, "no candidate measured yet", ha="center", transform=ax.transAxes)
     ax.set_xlabel(f"{x_name} (lower is better)")
     ax.set_ylabel(f"{y_name} (lower is better)")
-    ax.set_title(
-        "candidates: filled = feasible, hollow = fails a constraint, * = current, ^ = simulated",
-        fontsize=8,
-    )
-    return save(fig, path)
+    title = "candidates: filled = feasible, hollow = fails a constraint, * = current, ^ = simulated"
+    ax.set_title(title + ("\n" + fill(flat, 110) if flat else ""), fontsize=8)
+    return fig
 
 
 def _err(value: float, interval: list[float] | None) -> list[list[float]] | None:
@@ -271,4 +383,4 @@ def _err(value: float, interval: list[float] | None) -> list[list[float]] | None
     return [[max(0.0, value - interval[0])], [max(0.0, interval[1] - value)]]
 
 
-__all__ = ["Outcome", "tune_result", "write_tune_report"]
+__all__ = ["Outcome", "front_figure", "tune_result", "write_tune_report"]

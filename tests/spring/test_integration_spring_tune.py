@@ -65,7 +65,17 @@ def test_a_jar_sweep_hands_each_jvm_its_settings_and_recommends_the_best(tmp_pat
     if not feasible:
         assert result["recommended"] is None and done.returncode == 1, out
         return
-    best = min(feasible, key=lambda n: (feasible[n], n))
+    # The best by the objective (then the name) of the feasible candidates on the front of
+    # [payments error % in the recovery, products p95 in the outage]: the objective is one
+    # of the front's scores, and ties at 0 % went to the first name though another
+    # candidate had the better p95 (issue 30, item 7).
+    points = {n: (feasible[n], protected[n]) for n in feasible}
+    front = {
+        n
+        for n, (x, y) in points.items()
+        if not any(a <= x and b <= y and (a, b) != (x, y) for a, b in points.values())
+    }
+    best = min(front, key=lambda n: (feasible[n], n))
     assert result["recommended"] == best and done.returncode == 0, out
     assert by_name[best]["objective"] == pytest.approx(errors[best], abs=0.01)
     # the recommendation in Spring's own language: an application.yml resilience4j: block

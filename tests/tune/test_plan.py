@@ -313,7 +313,10 @@ def test_candidates_whose_names_would_collide_each_get_a_name_of_their_own(
 
 
 def _cmd_build(p99: float) -> dict[str, Any]:
-    return {"status": "completed", "endpoints": {"a": {"latency_s": {"p99": p99}, "error_pct": 0}}}
+    """A report's build with both front scores (``a.error_pct`` is read from its success):
+    only a candidate on the front is recommended."""
+    endpoint = {"latency_s": {"p99": p99}, "success_pct": 100.0}
+    return {"status": "completed", "endpoints": {"a": endpoint}}
 
 
 @pytest.mark.parametrize("make", [_colliding_command_sweep, _colliding_shop_sweep])

@@ -25,8 +25,10 @@ def _o(
     interval: list[float] | None = None,
     feasible: bool = True,
     scores: list[float | None] | None = None,
-    on_front: bool = False,
+    on_front: bool = True,
 ) -> Outcome:
+    """A measured candidate; on the front unless told (only a candidate on the front may be
+    recommended: ``harness.tune.rank.admissible``)."""
     out = Outcome(name, "grid", {}, "measured", status="completed", objective=objective)
     out.objective_interval = interval
     out.scores = scores or [None, None]
