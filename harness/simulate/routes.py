@@ -10,7 +10,8 @@ the build is refused instead, naming the request and the routes the model has.
 
 from __future__ import annotations
 
-from harness.load.plan import LoadPlan, Paths
+from harness.load.plan import LoadPlan
+from harness.load.requests import Requests
 from harness.simulate.services import NotModelled, Service
 
 ROUTES_CHECKED = 200
@@ -19,14 +20,27 @@ its first ones, drawn as the simulator draws them (a path's parameters included)
 
 
 def sent(plan: LoadPlan) -> dict[str, list[tuple[str, str]]]:
-    """Each endpoint's first ``ROUTES_CHECKED`` requests as ``simulate_build`` sends them:
-    ``(method, path)``, each once."""
+    """Each endpoint's first ``ROUTES_CHECKED`` requests as ``simulate_build`` sends them
+    (``Requests.target``: a mix's requests each with its own method and path), and each
+    request of a mix however rare, its path parameters at their lows: ``(method, path)``,
+    each once."""
     found: dict[str, list[tuple[str, str]]] = {}
     for name, ep in plan.endpoints.items():
-        paths = Paths(plan.seed, name, ep)
+        requests = Requests(plan.seed, name, ep)
         count = min(ROUTES_CHECKED, plan.planned_count(name))
-        found[name] = list(dict.fromkeys((ep.method, paths.path(i)) for i in range(count)))
+        lows = {param: low for param, (low, _) in ep.params.items()}
+        sent = [requests.target(i) for i in range(count)]
+        sent += [(k.method, _filled(k.path, lows)) for k in requests.kinds]
+        found[name] = list(dict.fromkeys(sent))
     return found
+
+
+def _filled(path: str, values: dict[str, int]) -> str:
+    """``path`` with its parameters filled as ``Requests.target`` fills them."""
+    try:
+        return path.format(**values) if values else path
+    except (KeyError, IndexError, ValueError):  # a path the load generator fills otherwise
+        return path
 
 
 def unrouted(service: Service, requests: dict[str, list[tuple[str, str]]]) -> NotModelled | None:

@@ -21,11 +21,11 @@ import yaml
 from harness.core.errors import InputError
 from harness.load.plan import (
     LoadPlan,
-    Paths,
     arrival_offsets,
     endpoint_plans,
     idempotency_key,
 )
+from harness.load.requests import Requests
 from harness.results.io import (
     RunFolder,
     harness_version,
@@ -98,11 +98,12 @@ def simulate_build(scenario: Scenario, service: Service, seed: int) -> Simulated
         server = Shop(clock, service.config, service.backlog, gateway, rng, service.routes)
     scraper = Scraper(server, gateway, ORIGIN)
     for name, ep in plan.endpoints.items():
-        paths = Paths(plan.seed, name, ep)
+        requests = Requests(plan.seed, name, ep)
         limit = ep.max_in_flight
         for offset, index in arrival_offsets(plan, name):
             key = idempotency_key(plan.seed, name, index) if ep.idempotency_key else ""
-            request = Request(name, index, offset, paths.path(index), ep.method, key, ep.timeout_s)
+            method, path = requests.target(index)  # a mix's request, as the load sends it
+            request = Request(name, index, offset, path, method, key, ep.timeout_s)
             clock.at(offset, server.arrive, request, limit)
     interval = scenario.metrics.interval
     end = plan.total_s + plan.drain_s

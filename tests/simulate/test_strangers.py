@@ -179,3 +179,48 @@ def test_tune_screen_refuses_a_candidate_the_model_leaves_out(tmp_path: Path) ->
     done = CliRunner().invoke(app, ["tune", str(path), "--screen", "--plan"])
     assert done.exit_code == 2, done.output
     assert "replicas: 2 (a balancer in front) is not modelled" in " ".join(done.output.split())
+
+
+MIX = """\
+  products:
+    rate: 10
+    timeout: 5s
+    params: {id: [1, 1000]}
+    requests:
+      - {weight: 3, path: "/api/products/{id}"}
+      - {weight: 1, path: "/api/products/{id}/detail"}
+"""
+
+
+def _mixed(tmp_path: Path, extra: str = "") -> Path:
+    from tests.simulate.test_simulate_run import SCENARIO
+
+    old = '  products: {path: "/api/products/{id}", params: {id: [1, 1000]}, rate: 5, timeout: 5s}\n'
+    assert old in SCENARIO
+    path = tmp_path / "mix.yaml"
+    path.write_text(SCENARIO.replace(old, MIX + extra))
+    return path
+
+
+def test_a_mix_of_requests_is_simulated_request_by_request(tmp_path: Path) -> None:
+    """Each request of a mix is sent with its own method and path, as the load generator
+    sends it (the model sent the endpoint's path, empty for a mix, and answered all 404)."""
+    from harness.gateway.decide import CATALOGUE_PREFIX
+    from harness.results.model import load
+
+    loaded = load_scenario(_mixed(tmp_path))
+    run = load(simulate_run(loaded.scenario, tmp_path / "out", builds=["before"]))
+    samples = run.builds["before"].samples
+    products = samples[samples["endpoint"] == "products"]
+    assert len(products) > 0 and not (products["status"] == 404).any()
+    ledger = run.builds["before"].ledger
+    assert ledger["path"].str.startswith(CATALOGUE_PREFIX).any()  # the detail reads' calls
+
+
+def test_a_mix_with_a_request_the_model_has_no_route_for_is_refused(tmp_path: Path) -> None:
+    """However rare in the mix, a request to a route the model has not is refused by name."""
+    extra = "      - {weight: 0.01, method: POST, path: /api/orders}\n"
+    path = _mixed(tmp_path, extra)
+    code, said = _simulate(tmp_path, path)
+    assert code == 2, said
+    assert "traffic.products sends POST /api/orders" in " ".join(said.split())
