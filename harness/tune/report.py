@@ -148,8 +148,8 @@ def lead_text(result: dict[str, Any]) -> str:
         return (
             f"{name} and {over}, both on the front, are within noise on the objective "
             f"({found['why']}): the pick between them is not the objective's; tell them apart "
-            "with more repetitions (--repeat 3, or --refine 2), or choose by the front's "
-            "other score."
+            f"with more rounds (harness tune --resume {result['folder']} --refine 2), or "
+            "choose by the front's other score."
         )
     return (
         f"{name} leads {over} on the objective by {found['by']:.4g}, beyond noise ({found['why']})."
