@@ -4,7 +4,8 @@ Each figure of ``harness.core.catalogue.FIGURES`` whose source is a canonical
 series is one statistic of that series over a window (``core.canonical.STATISTICS``,
 those marked ``from_series``), read by its reducer here (``REDUCERS``): a gauge's
 ``max``, ``mean`` or ``p50``, its ``peak``, a counter's ``count`` or ``per_s``
-(``series.counter_delta``), the breaker's ``open_pct``, ``opens`` or ``time_to_open``.
+(``series.counter_delta``), the breaker's ``open_pct``, ``opens``, ``opens_from_closed`` or
+``time_to_open``.
 ``cut`` computes them for a build, a phase, a replica or a replica's phase, and places
 each at its report key; a new series' figures need no code here, a new statistic its
 reducer. A series the catalogue marks optional (a DB pool) and the build never exposed
@@ -175,6 +176,9 @@ REDUCERS: dict[str, Reducer] = {
     "per_s": _per_s,
     "open_pct": lambda reader, _, start, end, __: open_pct(reader.states, start, end),
     "opens": lambda reader, _, start, end, __: count_opens(reader.states, start, end),
+    "opens_from_closed": lambda reader, _, start, end, __: count_opens_from_closed(
+        reader.states, start, end
+    ),
     "time_to_open": lambda reader, _, start, end, fault_start: (
         None if fault_start is None else time_to_open(reader.states, fault_start)
     ),
@@ -217,30 +221,68 @@ def open_pct(states: list[pd.Series], start: float, end: float) -> float | None:
     return _round(100.0 * float(np.mean(shares)), 1) if shares else None
 
 
+_OPEN = [BREAKER_STATES[name] for name in ("open", "forced_open")]
+_AWAY = [*_OPEN, BREAKER_STATES["half_open"]]
+
+
 def count_opens(states: list[pd.Series], start: float, end: float) -> float | None:
-    """Times the breaker left closed among the scrapes in [start, end), summed over ``states``.
+    """Times the breaker went to open among the scrapes in [start, end), half-open re-opens
+    included, summed over ``states``.
+
+    A scrape counts when it reads open (or forced open) and the scrape before it (inside
+    the window or not) did not: from closed, and from half-open, a failed trial sending
+    it back. A scrape reading half-open after one that read closed counts too (the open
+    itself fell between them); the breaker starts closed. Read from the scrapes: an open
+    shorter than the scrape interval, or a trial failed and retried between two scrapes
+    that both read half-open, is not seen. Half-open windows, so the phases' counts add
+    up to the whole window's. ``count_opens_from_closed`` counts only the opens from closed.
+    """
+    return _scrapes_marked(states, start, end, _to_open)
+
+
+def count_opens_from_closed(states: list[pd.Series], start: float, end: float) -> float | None:
+    """Times the breaker left closed among the scrapes in [start, end), summed over ``states``:
+    seed 004's flaps.
 
     A scrape counts when it reads open (or half-open, or forced open) and the scrape
-    before it (inside the window or not) read closed; the breaker starts closed, so a
-    first scrape away from closed counts too. A failed half-open trial (half-open, then
-    open again) is not a new open: with several probes the half-open spell is long
-    enough for a scrape to land in it, and counting its return to open would make a
-    breaker that probes carefully look like the one that flaps (seed 004). Read from the
-    scrapes: an open shorter than the scrape interval can fall between two. Half-open
-    windows, so the phases' counts add up to the whole window's.
+    before it read closed; the breaker starts closed, so a first scrape away from closed
+    counts too. A failed half-open trial (half-open, then open again) is not counted: with
+    several probes the half-open spell is long enough for a scrape to land in it, and
+    counting its return to open would make a breaker that probes carefully look like the
+    one that flaps, closing on a lucky trial and opening again (``count_opens`` counts it).
     """
-    away_codes = [BREAKER_STATES[name] for name in ("open", "half_open", "forced_open")]
+    return _scrapes_marked(states, start, end, _left_closed)
+
+
+def _to_open(state: pd.Series) -> np.ndarray:
+    """Scrapes that read the breaker gone to open since the scrape before (``count_opens``)."""
+    is_open = state.isin(_OPEN).to_numpy()
+    half = (state == BREAKER_STATES["half_open"]).to_numpy()
+    was_open = np.concatenate(([False], is_open[:-1]))
+    was_half = np.concatenate(([False], half[:-1]))
+    return (is_open & ~was_open) | (half & ~was_open & ~was_half)
+
+
+def _left_closed(state: pd.Series) -> np.ndarray:
+    """Scrapes that read the breaker away from closed after one that read closed."""
+    away = state.isin(_AWAY).to_numpy()
+    return away & ~np.concatenate(([False], away[:-1]))
+
+
+def _scrapes_marked(
+    states: list[pd.Series], start: float, end: float, counted: Callable[[pd.Series], np.ndarray]
+) -> float | None:
+    """How many scrapes in [start, end) ``counted`` marks, summed over ``states`` (each
+    sorted by time first); None when no scrape of any falls in the window."""
     total, measured = 0, False
     for state in states:
         if state.empty:
             continue
         state = state.sort_index()
-        away = state.isin(away_codes).to_numpy()
-        was_away = np.concatenate(([False], away[:-1]))
         t = state.index.to_numpy(dtype=float)
         inside = (t >= start) & (t < end)
         measured = measured or bool(inside.any())
-        total += int((away & ~was_away & inside).sum())
+        total += int((counted(state) & inside).sum())
     return float(total) if measured else None
 
 

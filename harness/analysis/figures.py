@@ -180,6 +180,7 @@ class BuildSeries:
         if fault is None:
             return {
                 "time_to_open_s": None,
+                "service_recover_s": None,
                 "time_to_recover_s": None,
                 "blocked_pct_healthy": self._blocked_pct_healthy(),
             }, {}
@@ -187,12 +188,16 @@ class BuildSeries:
         watched = _round(self.scenario.duration - fault[1], 3) or 0.0
         recover = self._time_to_recover(fe)
         endpoints = {name: self._endpoint_recovery(name, fs, fe) for name in self.scenario.traffic}
-        unreached = {"timeline.time_to_recover_s": watched} if recover == math.inf else {}
+        service = service_recovery(endpoints)
+        unreached = {_GATEWAY_RECOVERY: watched} if recover == math.inf else {}
+        if service == math.inf:
+            unreached[_SERVICE_RECOVERY] = watched
         for name, value in endpoints.items():
             if value == math.inf:
                 unreached[_RECOVERY.replace(ENDPOINT, name)] = watched
         timeline: Timeline = {
             "time_to_open_s": time_to_open_s,
+            "service_recover_s": _reached(service),
             "time_to_recover_s": _reached(recover),
             "blocked_pct_healthy": self._blocked_pct_healthy(),
             "endpoints_recover_s": {name: _reached(v) for name, v in endpoints.items()},
@@ -268,6 +273,35 @@ class BuildSeries:
 
 _RECOVERY = GATED[f"{ENDPOINT}.time_to_recover"].key
 """Where an endpoint's own recovery is in the report (``timeline.endpoints_recover_s.<ep>``)."""
+_SERVICE_RECOVERY = GATED["time_to_recover"].key
+"""Where the service's recovery is (``timeline.service_recover_s``): the headline's."""
+_GATEWAY_RECOVERY = GATED["gateway_time_to_recover"].key
+"""Where the gateway calls' answers' recovery is (``timeline.time_to_recover_s``)."""
+
+
+def service_recovery(endpoints: dict[str, float | None]) -> float | None:
+    """The service's time to recover from its endpoints' own (``_endpoint_recovery``): the
+    slowest's. ``inf`` (not reached) when one was not back inside the window, whatever the
+    others; None (not measured) when one could not be measured, or without endpoints: the
+    slowest of the rest would only be a lower bound."""
+    values = list(endpoints.values())
+    if any(v == math.inf for v in values):
+        return math.inf
+    if not values or any(v is None for v in values):
+        return None
+    return max(v for v in values if v is not None)
+
+
+def service_unmeasured(endpoints: dict[str, float | None]) -> str:
+    """Why the service's time to recover is not measured: the endpoints whose own was not."""
+    names = [name for name, v in endpoints.items() if v is None]
+    if not names:
+        return "no endpoint"
+    return (
+        f"the recovery of {', '.join(names)} was not measured (no request answered 2xx/3xx "
+        "before the first fault phase to take its healthy latency from, or none intended "
+        "after the last): the service's is its slowest endpoint's"
+    )
 
 
 def _reached(seconds: float | None) -> float | None:
@@ -364,9 +398,15 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["warnings"] = warnings
     phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.pg.phases}
     spans = {"whole": windows.whole, "fault": windows.fault}
+    back = timeline.get("endpoints_recover_s")
+    service = {}  # the service's recovery not measured (not unreached): which endpoint's it lacks
+    unknown = timeline.get("service_recover_s") is None and _SERVICE_RECOVERY not in unreached
+    if back is not None and unknown:
+        service[_SERVICE_RECOVERY] = service_unmeasured(back)
     missing = {
         **not_measured(data),
         **unmeasured,
+        **service,
         **validity.gap_not_measured(
             data.gaps, data.t0, interval, spans, phases, failed, exposed=data.series.keys()
         ),

@@ -91,8 +91,11 @@ class WindowBreaker(TypedDict):
     blocked_per_s: float | None
     open_pct: float | None
     opens: NotRequired[float | None]
-    """Times the breaker left closed (scrapes that read open or half-open after one that read
-    closed; a failed half-open trial is not a new open): seed 004's
+    """Times the breaker went to open, half-open re-opens included (``analysis.cuts.count_opens``).
+    Absent in reports written before it; in those written before ``opens_from_closed``, the
+    times it left closed."""
+    opens_from_closed: NotRequired[float | None]
+    """Times the breaker left closed (a failed half-open trial is not counted): seed 004's
     flaps. Absent in reports written before it."""
 
 
@@ -127,8 +130,12 @@ class BreakerFigures(TypedDict):
     blocked_per_s_fault: float | None
     open_pct_fault: float | None
     opens: NotRequired[float | None]
-    """Times the breaker left closed over the measured window (a replicated build's: the sum of its
-    replicas'). Absent in reports written before it."""
+    """Times the breaker went to open over the measured window, half-open re-opens included (a
+    replicated build's: the sum of its replicas'). Absent in reports written before it; in
+    those written before ``opens_from_closed``, the times it left closed."""
+    opens_from_closed: NotRequired[float | None]
+    """Times the breaker left closed over the measured window (seed 004's flaps). Absent in
+    reports written before it."""
 
 
 class PgFigures(TypedDict):
@@ -170,6 +177,8 @@ class ReplicaBreaker(TypedDict):
     open_pct_fault: float | None
     time_to_open_s: float | None
     opens: NotRequired[float | None]
+    """The times its breaker went to open over the measured window, half-open re-opens included."""
+    opens_from_closed: NotRequired[float | None]
     """The times its breaker left closed over the measured window."""
 
 
@@ -203,7 +212,13 @@ class ReplicaFigures(TypedDict):
 
 class Timeline(TypedDict):
     time_to_open_s: float | None
+    service_recover_s: NotRequired[float | None]
+    """The service's time to recover (gate ``time_to_recover``): its slowest endpoint's own
+    (``endpoints_recover_s``); absent in reports written before it existed."""
     time_to_recover_s: float | None
+    """The gateway calls' (gate ``gateway_time_to_recover``): seconds from the fault's end
+    until requests of the ``calls-gateway`` endpoints are answered 2xx/3xx again; answers
+    only, so a queue still draining is not seen."""
     blocked_pct_healthy: float | None
     endpoints_recover_s: NotRequired[dict[str, float | None]]
     """Per endpoint: seconds from the fault's end until it is back to its healthy self

@@ -99,6 +99,13 @@ STATISTICS: tuple[Statistic, ...] = (
     ),
     Statistic(
         "opens",
+        "times the breaker went to open, half-open re-opens included, as the scrapes in the "
+        "window read it",
+        from_series=True,
+        gap_blind=True,
+    ),
+    Statistic(
+        "opens_from_closed",
         "times the breaker left closed, as the scrapes in the window read it",
         from_series=True,
         gap_blind=True,

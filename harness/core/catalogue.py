@@ -162,8 +162,8 @@ FIGURES: tuple[Figure, ...] = (
         "again: >= 95% of its requests over 5 s answered (2xx/3xx) within twice its healthy "
         "p99 (at least that + 10 ms), the healthy p99 taken before the first fault phase. "
         "Sees a queue that drains for seconds after the gateway heals, which "
-        "`time_to_recover` (answers only) does not; not measured without healthy time "
-        "before the fault",
+        "`gateway_time_to_recover` (answers only) does not; not measured without healthy "
+        "time before the fault",
         absent="the report was written before the figure existed",
     ),
     _verdict("recovered", "", "recovered", _RECOVERED),
@@ -227,9 +227,23 @@ FIGURES: tuple[Figure, ...] = (
         gate="breaker.opens",
         phase_key="breaker.opens",
         replica_key="breaker.opens",
+        meaning="times the breaker went to open: scrapes that read open after one that did "
+        "not, from closed or from half-open (a failed trial), and half-open after closed (the "
+        "open fell between two scrapes); the breaker starts closed",
+    ),
+    Figure(
+        key="breaker.opens_from_closed",
+        source="breaker_state",
+        stat="opens_from_closed",
+        window="whole",
+        gate="breaker.opens_from_closed",
+        phase_key="breaker.opens_from_closed",
+        replica_key="breaker.opens_from_closed",
         meaning="times the breaker left closed: scrapes that read open or half-open after one "
-        "that read closed (seed 004's flaps; the breaker starts closed; a failed half-open "
-        "trial is not a new open)",
+        "that read closed (seed 004's flaps: a breaker closed by a lucky trial opening again; "
+        "a failed half-open trial is not counted, `breaker.opens` counts it)",
+        absent="the report was written before the figure existed (its `breaker.opens` counted "
+        "only these)",
     ),
     Figure(
         key="pg.calls",
@@ -293,14 +307,31 @@ FIGURES: tuple[Figure, ...] = (
         meaning="s from the first fault phase's start to the breaker's first open scrape",
     ),
     Figure(
-        key="timeline.time_to_recover_s",
+        key="timeline.service_recover_s",
         source="samples",
         stat="time_to_recover",
         window="run",
         gate="time_to_recover",
         unit="s",
         label="time to recover",
-        meaning="s from the last fault phase's end until gateway requests succeed >= 95% over 5 s",
+        meaning="s from the last fault phase's end until every endpoint is its healthy self "
+        "again: the slowest endpoint's own `<endpoint>.time_to_recover`; not reached (> N s) "
+        "when one was not back inside the window, not measured when one could not be measured",
+        absent="the report was written before the figure existed (its `time_to_recover` was "
+        "the gateway calls' answers, `gateway_time_to_recover` now): `harness report RUN` "
+        "reads the run again",
+    ),
+    Figure(
+        key="timeline.time_to_recover_s",
+        source="samples",
+        stat="time_to_recover",
+        window="run",
+        gate="gateway_time_to_recover",
+        unit="s",
+        label="gateway calls answered again",
+        meaning="s from the last fault phase's end until requests of the `calls-gateway` "
+        "endpoints succeed (2xx/3xx) >= 95% over 5 s: answers only, however late (a queue "
+        "still draining is not seen)",
     ),
     Figure(
         key="timeline.blocked_pct_healthy",

@@ -306,6 +306,7 @@ def _replica_section(report: Report) -> list[str]:
                     fmt(r["workers"]["max_workers"]),
                     fmt(r["breaker"]["open_pct_fault"], "%"),
                     fmt(r["breaker"].get("opens")),
+                    fmt(r["breaker"].get("opens_from_closed")),
                     fmt(r["breaker"]["time_to_open_s"], "s"),
                     fmt(r["breaker"]["blocked_total"]),
                     fmt(r["pg"]["retries"]),
@@ -315,7 +316,8 @@ def _replica_section(report: Report) -> list[str]:
     if not rows:
         return []
     header = ["build", "replica", "busy max (fault)", "max workers", "open (fault)"]
-    header += ["opens", "time to open", "blocked", "retries", "payments recorded"]
+    header += ["opens", "opens from closed", "time to open", "blocked", "retries"]
+    header += ["payments recorded"]
     return ["## Per replica", ""] + _table(header, rows)
 
 
@@ -394,10 +396,18 @@ def _phase_section(report: Report) -> list[str]:
     def recovery(build: BuildReport, key: str, value: float | None) -> str:
         return absence(build, key) or fmt(value, "s")
 
+    # The service's recovery: absent in reports written before it (their column said the
+    # gateway calls', which keeps a column of its own).
+    service = any("service_recover_s" in b.get("timeline", {}) for b in builds.values())
     timeline = [
         [
             b,
             fmt(t.get("time_to_open_s"), "s"),
+            *(
+                [recovery(builds[b], "timeline.service_recover_s", t.get("service_recover_s"))]
+                if service
+                else []
+            ),
             recovery(builds[b], "timeline.time_to_recover_s", t.get("time_to_recover_s")),
             *(
                 recovery(
@@ -414,7 +424,8 @@ def _phase_section(report: Report) -> list[str]:
     timeline_header = [
         "build",
         "time to open",
-        "time to recover",
+        *(["time to recover"] if service else []),
+        "gateway calls answered again",
         *(f"{ep} back to healthy" for ep in back),
         "blocked while healthy",
     ]
@@ -426,6 +437,10 @@ def _phase_section(report: Report) -> list[str]:
         timeline_header.append("breaker opens")
         for cells, b in zip(timeline, builds.values(), strict=True):
             cells.append(fmt(b["breaker"].get("opens")))
+    if any("opens_from_closed" in b["breaker"] for b in builds.values()):
+        timeline_header.append("opens from closed")
+        for cells, b in zip(timeline, builds.values(), strict=True):
+            cells.append(fmt(b["breaker"].get("opens_from_closed")))
     return ["## By phase", ""] + _table(header, rows) + _table(timeline_header, timeline)
 
 

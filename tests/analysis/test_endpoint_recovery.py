@@ -2,8 +2,9 @@
 
 Synthetic samples of product reads that never call the gateway: 10 ms while
 healthy, seconds in a queue during the outage, and a queue that drains over a
-few seconds after the gateway heals. ``time_to_recover`` (gateway requests
-answered) sees nothing of that drain; the endpoint's figure does.
+few seconds after the gateway heals. ``gateway_time_to_recover`` (gateway requests
+answered) sees nothing of that drain; the endpoint's figure, and so the service's
+``time_to_recover`` (its slowest endpoint's: ``test_service_recovery``), does.
 """
 
 from __future__ import annotations

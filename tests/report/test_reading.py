@@ -100,7 +100,12 @@ def test_every_headline_row_names_its_window() -> None:
     assert rows["busy workers max (outage)"][:2] == ["20", "11"]
     unlabelled = [label for label in rows if "(" not in label]
     # The pool's size and the breaker's reaction times: not figures over a window.
-    assert unlabelled == ["max workers", "time to open", "time to recover"]
+    assert unlabelled == [
+        "max workers",
+        "time to open",
+        "time to recover",
+        "gateway calls answered again",
+    ]
     assert "## Gateway ledger (whole run: warmup and drain included" in markdown(V1)
 
 

@@ -40,7 +40,9 @@ SHORT = ROOT / "scenarios" / "ci" / "seeds" / "004-thresholds-short.yaml"
 # Key gate as written in the scenario -> the same gate read on the build without the mechanism.
 SWAPPED = {
     "naive.blocked_pct_healthy >= 50": "probe-5.blocked_pct_healthy >= 50",
-    "probe-5.breaker.opens[flaky] <= 4": "probe-1.breaker.opens[flaky] <= 4",
+    "probe-5.breaker.opens_from_closed[flaky] <= 4": (
+        "probe-1.breaker.opens_from_closed[flaky] <= 4"
+    ),
     "cached.detail.kept_pct[flaky] >= 40": "probe-5.detail.kept_pct[flaky] >= 40",
 }
 
