@@ -36,6 +36,7 @@ from harness.analysis.cuts import (
 )
 from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
 from harness.analysis.gateway_check import silent_gateway
+from harness.analysis.idle import build_idle_warnings
 from harness.analysis.ledger import ledger_figures
 from harness.analysis.model import (
     SCHEMA,
@@ -394,6 +395,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     )
     stalls = validity.warnings(data.gaps, interval, data.t0, lateness, worst, failed, on_app_port)
     warnings = [*data.warnings, *([silent] if silent else []), *stalls]
+    warnings += build_idle_warnings(scenario, build, data)  # a Retry, a breaker never set off
     if warnings:  # only when something read looks wrong (a half-counted breaker, no call)
         figures["warnings"] = warnings
     phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.pg.phases}

@@ -14,7 +14,9 @@ The presets:
   MBean registry (``server.tomcat.mbeanregistry.enabled=true``): without it
   Spring Boot exposes no ``tomcat_threads_*`` series and they are not measured.
   Gateway calls: Feign's client timers, else the breaker's timer, else Spring's
-  ``http_client_requests`` (``Fallback``: whichever the service has).
+  ``http_client_requests`` (``Fallback``: whichever the service has). Retries are
+  Resilience4j's Retry counters, registered only for a Retry the service has
+  (``Preset.registered``).
 - ``opossum``: opossum-prometheus (``circuit{name,event}`` counters, no state
   gauge: the state is derived from the ``open``/``halfOpen``/``close`` events).
   Busy and max workers and retries are ``targets/node-gateway``'s own series
@@ -122,6 +124,11 @@ class Preset:
     """The build's ``map`` as written (for the record: ``describe``)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why the preset names nothing for a canonical series, told when it is not measured."""
+    registered: frozenset[str] = frozenset()
+    """Canonical series a service exposes only when it has what they count: Resilience4j's
+    Micrometer binder registers a Retry's counters per Retry instance, so a ``retries``
+    series seen says the service has a Retry (``analysis.idle``). A series always exposed
+    (the shop's, node-gateway's ``vendor_retries_total`` at 0 retries) says nothing."""
 
     def source(self, name: str) -> Source | None:
         """The selector (or difference) a canonical series is read from."""
@@ -218,6 +225,7 @@ PRESETS: dict[str, Preset] = {
         breaker_series=frozenset(
             {"blocked_calls", "breaker_state", "pg_calls", "breaker_failures"}
         ),
+        registered=frozenset({"retries"}),
         notes={
             "busy_workers": "Spring Boot exposes tomcat_threads_* only with "
             "server.tomcat.mbeanregistry.enabled=true",
@@ -304,6 +312,8 @@ def resolve_preset(
         breaker=breaker,
         overrides=dict(overrides or {}),
         notes=notes,
+        # A series the build maps itself is read from its own counter: no longer the binder's.
+        registered=preset.registered - set(overrides or {}),
     )
 
 

@@ -293,6 +293,7 @@ FIGURES: tuple[Figure, ...] = (
         window="whole",
         gate="pg.retries",
         replica_key="pg.retries",
+        label="service retries",
         meaning="extra attempts made by Retry, over the measured window",
     ),
     Figure(

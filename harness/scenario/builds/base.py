@@ -73,6 +73,12 @@ class BuildSettings(StrictModel):
     """How ``harness simulate`` models a build of this kind (``NONE``: refused); declared
     by every kind, no default."""
 
+    def retries_its_calls(self) -> bool | None:
+        """Whether the build's own settings make its service retry its calls to the
+        gateway; None: they do not say (the service's own code or configuration does).
+        ``harness.analysis.idle`` warns of a Retry that never retried only where it knows."""
+        return None
+
     def scenario_problems(
         self, at: YamlPath, *, pg_port: int | None, allow_remote: bool
     ) -> list[tuple[YamlPath, str]]:

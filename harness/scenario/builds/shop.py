@@ -195,6 +195,10 @@ class ShopBuild(BuildSettings):
         None, description="the layers, outermost first; default: Resilience4j's aspect order"
     )
 
+    def retries_its_calls(self) -> bool:
+        """Every profile has a Retry; it retries unless ``max-attempts`` is 1."""
+        return self.resilience4j.retry.max_attempts > 1
+
     @model_validator(mode="after")
     def _profile_matches_settings(self) -> ShopBuild:
         cb = self.resilience4j.circuitbreaker
