@@ -17,7 +17,7 @@ from harness.analysis.model import BuildFigures, Change, Flat, WindowFigures
 
 RETRY_KEYS = ("attempts", "retried_pct", "admitted_rps", "retried_rps")
 """An endpoint's figures of its client's retries: only when it has ``retry:``."""
-SECTIONS = ("workers", "breaker", "pg", "timeline", "ledger", "resources")
+SECTIONS = ("workers", "in_flight", "breaker", "pg", "timeline", "ledger", "resources")
 """Sections whose numeric keys are flattened (``bool`` and nested values are not)."""
 
 
@@ -34,7 +34,7 @@ def _flat_window(figures: BuildFigures | WindowFigures, suffix: str, flat: Flat)
             flat[f"{ep}.latency_s.{q}{suffix}"] = stats["latency_s"][q]
         flat[f"{ep}.success_pct{suffix}"] = stats["success_pct"]
         given: Mapping[str, object] = stats  # keys absent in older reports, and without retry
-        for kept in ("kept_pct", "cached_pct", "dropped", *RETRY_KEYS):
+        for kept in ("kept_pct", "cached_pct", "dropped", *RETRY_KEYS, "in_flight_max"):
             value = given.get(kept)
             if kept in given and (value is None or isinstance(value, int | float)):
                 flat[f"{ep}.{kept}{suffix}"] = value

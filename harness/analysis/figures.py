@@ -37,12 +37,14 @@ from harness.analysis.cuts import (
 from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
 from harness.analysis.gateway_check import silent_gateway
 from harness.analysis.idle import build_idle_warnings
+from harness.analysis.in_flight import InFlight
 from harness.analysis.ledger import ledger_figures
 from harness.analysis.model import (
     SCHEMA,
     BreakerFigures,
     BuildFigures,
     BuildReport,
+    InFlightFigures,
     PgFigures,
     PgSource,
     ReplicaBreaker,
@@ -53,6 +55,7 @@ from harness.analysis.model import (
     Timeline,
     WindowBreaker,
     WindowFigures,
+    WindowInFlight,
     WindowWorkers,
     WorkerFigures,
 )
@@ -82,6 +85,15 @@ class BuildSeries:
         self.by_endpoint = {name: samples[samples["endpoint"] == name] for name in scenario.traffic}
         self.samples = samples[samples["error"] != DROPPED] if len(samples) else samples
         self.gateway_endpoints = scenario.gateway_endpoints()
+        # Requests open at once: every attempt is one at the service (not requests_of's).
+        attempts = build.samples
+        self.in_flight = InFlight.of(attempts)
+        self.in_flight_by_endpoint = {
+            name: InFlight.of(attempts[attempts["endpoint"] == name] if len(attempts) else attempts)
+            for name in scenario.traffic
+        }
+        """Requests in flight over time (``analysis.in_flight``), the service's and each
+        endpoint's."""
         target = target_series(metrics, build.info)
         self.missing = target.missing
         self.warnings = target.warnings
@@ -154,12 +166,15 @@ class BuildSeries:
             )
             for name in self.scenario.traffic
         }
+        for name, figures in endpoints.items():
+            figures["in_flight_max"] = self.in_flight_by_endpoint[name].stats(start, end)[0]
         cuts = cut(self.reader(), "phase", Windows((start, end), (start, end), None))
         calls = self.gateway_calls(start, end)
         payments = sum(endpoints[n]["requests"] for n in self.gateway_endpoints)
         window: WindowFigures = {
             "endpoints": endpoints,
             "workers": cast(WindowWorkers, ordered(cuts["workers"], WindowWorkers)),
+            "in_flight": self.in_flight_window(start, end),
             "breaker": cast(WindowBreaker, ordered(cuts["breaker"], WindowBreaker)),
             "pg": {
                 "calls": _round(calls, 0),
@@ -172,6 +187,11 @@ class BuildSeries:
         if "series" in cuts:  # the catalogue's own series (a DB pool's) that were exposed
             window["series"] = cuts["series"]
         return window
+
+    def in_flight_window(self, start: float, end: float) -> WindowInFlight:
+        """Requests open at once at the service over [start, end): the most, the median."""
+        most, median = self.in_flight.stats(start, end)
+        return {"max": most, "p50": median}
 
     def timeline(self, time_to_open_s: float | None) -> tuple[Timeline, dict[str, float]]:
         """How fast the breaker reacted (``time_to_open_s``), how fast service came back, and
@@ -355,6 +375,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         "t0": data.t0,
         "endpoints": whole["endpoints"],
         "workers": cast(WorkerFigures, ordered(cuts["workers"], WorkerFigures)),
+        "in_flight": _in_flight(data, windows.fault),
         "breaker": cast(
             BreakerFigures, ordered({"present": has_breaker, **cuts["breaker"]}, BreakerFigures)
         ),
@@ -417,6 +438,12 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["not_measured"] = missing
     cut_aborted(figures, scenario, build.info)  # a gate with abort: true stopped its load
     return figures
+
+
+def _in_flight(data: BuildSeries, fault: tuple[float, float]) -> InFlightFigures:
+    """Requests open at once at the service over the fault window (``analysis.in_flight``)."""
+    window = data.in_flight_window(*fault)
+    return {"max_fault": window["max"], "p50_fault": window["p50"]}
 
 
 def _windows(data: BuildSeries) -> Windows:

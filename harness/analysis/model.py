@@ -26,7 +26,7 @@ SCHEMA = "harness.report/1"
 PgSource = Literal["ledger", "metrics"]
 """Where gateway calls were counted from: the gateway's ledger, else its scraped counter."""
 
-Section = Literal["workers", "breaker", "pg", "timeline", "ledger", "resources"]
+Section = Literal["workers", "in_flight", "breaker", "pg", "timeline", "ledger", "resources"]
 """Sections of a build's figures whose numeric keys are compared and gated."""
 
 SeriesFigures = dict[str, dict[str, float | None]]
@@ -78,12 +78,24 @@ class EndpointFigures(TypedDict):
     retried_rps: NotRequired[float | None]
     """Retries sent per second by the window's requests. The four are absent in reports
     written before client retries; ``offered_rps`` is the first attempts'."""
+    in_flight_max: NotRequired[float | None]
+    """The most of its requests open at once in the window (sent, not yet answered: each
+    attempt), by time rather than by intended start (``analysis.in_flight``). Absent in
+    reports written before it."""
 
 
 class WindowWorkers(TypedDict):
     busy_max: float | None
     busy_mean: float | None
     busy_p50: float | None
+
+
+class WindowInFlight(TypedDict):
+    """Requests open at once at the service over one window (``analysis.in_flight``)."""
+
+    max: float | None
+    p50: float | None
+    """The median over time."""
 
 
 class WindowBreaker(TypedDict):
@@ -111,6 +123,8 @@ class WindowFigures(TypedDict):
 
     endpoints: dict[str, EndpointFigures]
     workers: WindowWorkers
+    in_flight: NotRequired[WindowInFlight]
+    """Absent in reports written before it."""
     breaker: WindowBreaker
     pg: WindowPg
     series: NotRequired[SeriesFigures]
@@ -121,6 +135,16 @@ class WorkerFigures(TypedDict):
     busy_max_fault: float | None
     busy_mean_fault: float | None
     busy_p50_fault: float | None
+
+
+class InFlightFigures(TypedDict):
+    """Requests open at once at the service (sent, not yet answered) over the fault window,
+    from the load generator's samples: any server has them, one without a worker pool
+    (Netty, Node) too (``analysis.in_flight``)."""
+
+    max_fault: float | None
+    p50_fault: float | None
+    """The median over time."""
 
 
 class BreakerFigures(TypedDict):
@@ -286,6 +310,8 @@ class BuildFigures(TypedDict):
     t0: float
     endpoints: dict[str, EndpointFigures]
     workers: WorkerFigures
+    in_flight: NotRequired[InFlightFigures]
+    """Absent in reports written before it."""
     breaker: BreakerFigures
     pg: PgFigures
     timeline: Timeline

@@ -139,6 +139,16 @@ STATISTICS: tuple[Statistic, ...] = (
         "protected_p99",
         "p99 latency, over the fault window, of the endpoints not calling the gateway",
     ),
+    Statistic(
+        "in_flight_max",
+        "the most requests open at once in the window (sent, not yet answered), from the load "
+        "generator's samples",
+    ),
+    Statistic(
+        "in_flight_p50",
+        "the median over time of the requests open at once in the window (the level held, or "
+        "less, for half of it)",
+    ),
     Statistic("max_lateness", "how late the load generator sent its latest request (s)"),
     Statistic("calls", "calls the gateway received in the window (its ledger, else its counter)"),
     Statistic("amplification", "gateway calls per request of the `calls-gateway` endpoints"),

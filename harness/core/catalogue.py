@@ -98,6 +98,12 @@ def _endpoint(
 
 
 _NO_RETRY = "the endpoint has no `retry:` (each request is sent once)"
+_BEFORE_IT = "the report was written before the figure existed"
+_IN_FLIGHT = (
+    "requests open at once at the service (sent, not yet answered; the load generator's own "
+    "samples, so any server has it): the concurrency of a server without a worker pool "
+    "(Netty, Node), the queue behind a full one; max, and the median over time"
+)
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -128,6 +134,12 @@ FIGURES: tuple[Figure, ...] = (
         "% of requests answered from the target's cache (the answer said `X-Outcome: cached`)",
     ),
     _endpoint("offered_rps", meaning="requests (first attempts) per second the scenario asks for"),
+    _endpoint(
+        "in_flight_max",
+        meaning="the most of the endpoint's requests open at once in the window (sent, not yet "
+        "answered): which route holds the service's requests in flight",
+        absent=_BEFORE_IT,
+    ),
     _endpoint(
         "retried_pct",
         "%",
@@ -178,6 +190,20 @@ FIGURES: tuple[Figure, ...] = (
         replica_key="workers.max_workers",
         label="max workers",
         meaning="the pool size",
+    ),
+    *(
+        Figure(
+            key=f"in_flight.{stat}_fault",
+            source="samples",
+            stat=f"in_flight_{stat}",
+            window="fault",
+            gate=f"in_flight.{stat}",
+            phase_key=f"in_flight.{stat}",
+            label=f"requests in flight {stat} (fault)",
+            meaning=_IN_FLIGHT,
+            absent=_BEFORE_IT,
+        )
+        for stat in ("max", "p50")
     ),
     Figure(
         key="breaker.blocked_total",

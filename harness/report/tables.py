@@ -75,6 +75,8 @@ def headline_rows(report: Report) -> list[list[str]]:
             row(f"{ep} {q} ({whole})", f"{ep}.latency_s.{q}", "s")
         row(f"{ep} success ({whole})", f"{ep}.success_pct", "%")
         row(f"{ep} achieved rps ({whole})", f"{ep}.achieved_rps")
+        if any("in_flight_max" in report["builds"][b]["endpoints"][ep] for b in builds):
+            row(f"{ep} in flight max ({whole})", f"{ep}.in_flight_max")  # absent: older
         if any(report["builds"][b]["endpoints"][ep].get("dropped") for b in builds):
             row(f"{ep} dropped by max-in-flight ({whole})", f"{ep}.dropped")
         if "retry" in report["endpoints"][ep]:  # a client that retries: what it added
@@ -371,6 +373,8 @@ def _phase_section(report: Report) -> list[str]:
     if not report["phases"] or not builds:
         return []
     rows = []
+    # Requests open at once (any server, a pool or none): absent in reports written before it.
+    in_flight = any("in_flight" in w for b in builds.values() for w in b["phases"].values())
     for phase in report["phases"]:
         name = phase["name"]
         for build, b in builds.items():
@@ -381,14 +385,15 @@ def _phase_section(report: Report) -> list[str]:
             for ep in report["endpoints"]:
                 lat = window["endpoints"][ep]["latency_s"]
                 cells.append(f"{fmt(lat['p95'], 's')} / {fmt(lat['p99'], 's')}")
-            cells += [
-                fmt(window["workers"]["busy_p50"]),
-                fmt(window["breaker"]["blocked_per_s"]),
-                fmt(window["pg"]["amplification"]),
-            ]
+            cells.append(fmt(window["workers"]["busy_p50"]))
+            if in_flight:
+                held = window.get("in_flight")
+                cells.append("-" if held is None else f"{fmt(held['p50'])} / {fmt(held['max'])}")
+            cells += [fmt(window["breaker"]["blocked_per_s"]), fmt(window["pg"]["amplification"])]
             rows.append(cells)
     header = ["phase", "build", *(f"{ep} p95 / p99" for ep in report["endpoints"])]
-    header += ["busy p50", "blocked/s", "amplification"]
+    header += ["busy p50", *(["in flight p50 / max"] if in_flight else [])]
+    header += ["blocked/s", "amplification"]
     # Each endpoint's own recovery: absent in reports written before it (kept as they were).
     measured = any("endpoints_recover_s" in b.get("timeline", {}) for b in builds.values())
     back = list(report["endpoints"]) if measured else []
