@@ -195,7 +195,8 @@ MIX = """\
 def _mixed(tmp_path: Path, extra: str = "") -> Path:
     from tests.simulate.test_simulate_run import SCENARIO
 
-    old = '  products: {path: "/api/products/{id}", params: {id: [1, 1000]}, rate: 5, timeout: 5s}\n'
+    line = '{path: "/api/products/{id}", params: {id: [1, 1000]}, rate: 5, timeout: 5s}'
+    old = f"  products: {line}\n"
     assert old in SCENARIO
     path = tmp_path / "mix.yaml"
     path.write_text(SCENARIO.replace(old, MIX + extra))
