@@ -13,6 +13,8 @@ The presets:
   ``/actuator/prometheus`` exposes them. Busy and max workers need Tomcat's
   MBean registry (``server.tomcat.mbeanregistry.enabled=true``): without it
   Spring Boot exposes no ``tomcat_threads_*`` series and they are not measured.
+  A service on Reactor Netty (WebFlux) or Node has no pool at all: the reason then
+  says so from the series it exposes (``analysis.servers``), whatever the preset.
   Gateway calls: Feign's client timers, else the breaker's timer, else Spring's
   ``http_client_requests`` (``Fallback``: whichever the service has). Retries are
   Resilience4j's Retry counters, registered only for a Retry the service has

@@ -53,6 +53,7 @@ from harness.analysis.presets import (
     preset_named,
     resolve_preset,
 )
+from harness.analysis.servers import pool_note
 from harness.core.catalogue import CANONICAL_SERIES, COUNTERS
 from harness.core.selectors import Selector, parse_selector
 from harness.results.io import METRICS_COLUMNS
@@ -231,10 +232,19 @@ def map_canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target")
     missing: dict[str, str] = {}
     warnings: list[str] = []
     scraped = _scraped(metrics, source)
+    # What the service exposed says which server it runs on: a pool series' note in its terms
+    # (a selector the build mapped itself is told about as written).
+    exposed = set(metrics.loc[metrics["source"] == source, "series"].unique()) if scraped else set()
+    notes = {
+        name: preset.notes.get(name)
+        if name in preset.overrides
+        else pool_note(exposed, name, preset.notes.get(name))
+        for name in CANONICAL_SERIES
+    }
     for name in CANONICAL_SERIES:
         spec = preset.source(name)
         if spec is None:
-            missing[name] = _not_named(preset, name)
+            missing[name] = _not_named(preset, name, notes[name])
             continue
         if not scraped:
             missing[name] = f"no scrape of the {source} succeeded, so nothing was read"
@@ -249,7 +259,7 @@ def map_canonical(metrics: pd.DataFrame, preset: Preset, source: str = "target")
             counts = name in COUNTERS
             why = None if len(s) else _why_none(metrics, source, spec, is_counter=counts)
         if why is not None:
-            note = preset.notes.get(name)
+            note = notes[name]
             missing[name] = f"{why} ({note})" if note else why
             continue
         parts.append(pd.DataFrame({"t": s.index, "series": name, "value": s.to_numpy()}))
@@ -284,8 +294,8 @@ def _why_none(metrics: pd.DataFrame, source: str, spec: Source, *, is_counter: b
     return why
 
 
-def _not_named(preset: Preset, name: str) -> str:
-    note = preset.notes.get(name)
+def _not_named(preset: Preset, name: str, note: str | None = None) -> str:
+    note = note or preset.notes.get(name)
     why = f" ({note})" if note else ""
     return f"the {preset.name!r} preset names no series for {name}{why}; add one under metrics.map"
 

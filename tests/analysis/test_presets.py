@@ -146,13 +146,16 @@ def test_map_override_and_breaker_name_on_real_output() -> None:
     )
 
 
-def test_another_node_service_is_told_to_map_its_workers() -> None:
+def test_another_node_service_is_told_it_has_no_pool_and_may_map_a_gauge() -> None:
     metrics = _scrapes("opossum_metrics_open")
     metrics = metrics[~metrics["series"].str.startswith("http_")]
     missing = map_canonical(metrics, PRESETS["opossum"]).missing
+    # Node has no worker pool (issue 30, item 3): requests in flight are its concurrency.
     assert missing["busy_workers"].endswith(
-        "(the opossum preset reads node-gateway's http_requests_in_flight; "
-        "map busy_workers to your service's in-flight gauge)"
+        "(the service runs on Node.js: one event loop serves every request and a request "
+        "waiting on a call holds nothing, so there is no worker pool to read; requests in "
+        "flight (in_flight.max, in_flight.p50) are its concurrency; a gauge of its own can "
+        "still be read with metrics.map)"
     )
 
 
