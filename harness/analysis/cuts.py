@@ -148,7 +148,8 @@ def _gauge(how: Callable[[pd.Series], float]) -> Reducer:
     ) -> float | None:
         series = reader.get(name)
         readings = series[(series.index >= start) & (series.index <= end)]
-        return None if readings.empty else _round(how(readings), 2)
+        digits = SERIES_BY_NAME[name].digits if name in SERIES_BY_NAME else 2
+        return None if readings.empty else _round(how(readings), digits)
 
     return reduce
 

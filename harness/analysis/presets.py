@@ -23,7 +23,8 @@ The presets:
   gauge: the state is derived from the ``open``/``halfOpen``/``close`` events).
   Busy and max workers and retries are ``targets/node-gateway``'s own series
   (``http_requests_in_flight``, ``http_max_concurrency``, ``vendor_retries_total``);
-  another Node service says where its workers are with ``map:``.
+  another Node service says where its workers are with ``map:``. The event loop's lag
+  is prom-client's ``nodejs_eventloop_lag_p99_seconds``.
 - ``none``: nothing; only what ``map`` gives.
 """
 
@@ -251,6 +252,8 @@ PRESETS: dict[str, Preset] = {
             ),
             "retries": Selector("vendor_retries_total"),
             "breaker_state": Selector("circuit"),
+            # prom-client's default metrics: the loop's delay p99 since the scrape before.
+            "event_loop_lag": Selector("nodejs_eventloop_lag_p99_seconds"),
         },
         state_events=StateEvents(),
         lazy_labels=frozenset({"event"}),

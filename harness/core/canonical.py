@@ -36,6 +36,9 @@ class Series:
     optional: bool = False
     """Absence is normal (a service without a DB pool): its figures are left out of the
     report rather than reported "not measured", and tables say ``not exposed``."""
+    digits: int = 2
+    """Decimals a gauge's statistics are kept to: 2 for counts (threads, connections), 4
+    for seconds (an event loop's lag of 12 ms is 0.0121, not 0.01)."""
 
 
 SERIES: tuple[Series, ...] = (
@@ -55,6 +58,7 @@ SERIES: tuple[Series, ...] = (
     Series("db_pending", "gauge", "threads waiting for a DB connection", optional=True),
     Series("db_max", "gauge", "the DB connection pool's size", optional=True),
     Series("db_timeouts", "counter", "waits for a DB connection that timed out", optional=True),
+    Series("event_loop_lag", "gauge", "the event loop's lag, s (Node)", optional=True, digits=4),
 )
 """Every canonical series, in the order presets, ``metrics.map`` and reports list them."""
 
@@ -218,6 +222,7 @@ def gauge_figures(
     meaning: str,
     key: str = "series.{series}.{stat}",
     absent: str | None = NOT_EXPOSED,
+    unit: Unit = "",
 ) -> tuple[Figure, ...]:
     """A gauge's ``max``, ``mean`` and ``p50`` over the fault window (``<key>_fault``), per
     phase (``<key>``) and per replica."""
@@ -230,6 +235,7 @@ def gauge_figures(
             gate=f"{series}.{stat}",
             phase_key=key.format(series=series, stat=stat),
             replica_key=key.format(series=series, stat=stat) + "_fault",
+            unit=unit,
             label=f"{label} {stat} (fault)",
             meaning=meaning,
             absent=absent,

@@ -424,6 +424,14 @@ FIGURES: tuple[Figure, ...] = (
         "DB connection timeouts",
         "waits for a DB connection that reached connection-timeout",
     ),
+    *gauge_figures(
+        "event_loop_lag",
+        "event-loop lag",
+        "the event loop's lag (s), as the service reads it at each scrape (Node's prom-client: "
+        "the p99 since the scrape before): a server without a worker pool slows every request "
+        "when its loop is held",
+        unit="s",
+    ),
 )
 """Every figure, in the order of the headline table's rows and of the docs' tables."""
 

@@ -119,7 +119,12 @@ def test_opossum_without_a_breaker_is_not_measured_never_zero() -> None:
     for reason in required(canon.missing).values():
         assert reason.startswith("no series circuit or circuit_total in 1 scrape(s) of the target")
         assert "series seen: http_max_concurrency, http_requests_abandoned_total" in reason
-    assert set(canon.frame["series"]) == {"busy_workers", "max_workers", "retries"}
+    assert set(canon.frame["series"]) == {
+        "busy_workers",
+        "max_workers",
+        "retries",
+        "event_loop_lag",
+    }
 
 
 def test_map_override_and_breaker_name_on_real_output() -> None:
@@ -280,7 +285,11 @@ def test_a_target_never_scraped_is_not_measured() -> None:
     empty = pd.DataFrame(columns=METRICS_COLUMNS)
     canon = map_canonical(empty, PRESETS["shop"])
     assert canon.frame.empty
-    assert set(canon.missing.values()) == {"no scrape of the target succeeded, so nothing was read"}
+    assert set(canon.missing.values()) == {
+        "no scrape of the target succeeded, so nothing was read",
+        # A Node event loop's lag: the shop names no series for it.
+        "the 'shop' preset names no series for event_loop_lag; add one under metrics.map",
+    }
 
 
 # ---------------------------------------------------------------- state from events

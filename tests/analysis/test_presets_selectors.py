@@ -141,6 +141,7 @@ def test_resolve_preset_refuses_bad_input_with_the_key() -> None:
         "db_pending",
         "db_max",
         "db_timeouts",
+        "event_loop_lag",
     }
 
 
