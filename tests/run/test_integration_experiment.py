@@ -119,7 +119,10 @@ def _disturb_run(
     try:
         run_dir = _wait_for_load(results, "before")
         disturb(run_dir, proc)
-        out, err = proc.communicate(timeout=60)
+        # A hang guard: the stop itself is proved by what the run left (its manifest's status,
+        # no later build). After a SIGINT the run stops its processes and writes the report of
+        # what it has: ~10 s here, over 60 s in a fresh-clone make test at load 12.
+        out, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             proc.kill()
