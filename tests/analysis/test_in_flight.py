@@ -11,8 +11,6 @@ have waited their 2 s, and a catalogue read one fifth of the time: 21 at most, 2
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -141,16 +139,18 @@ def test_the_figures_are_gated_and_shown(report: Report) -> None:
     assert (change["baseline"], change["value"]) == (21.0, 2.0)
 
 
-def test_a_million_samples_are_counted_in_a_second_or_so() -> None:
+def test_a_steady_load_reads_little_s_law() -> None:
+    """1,000 requests a second held 50 ms each: 50 in flight at the median (Little's law),
+    over the whole run and over each of its windows. Its speed is benchmarks/analysis_1m.py's
+    (the whole analysis of a million samples, against numpy's bare percentiles), not a timed
+    test's."""
     rng = np.random.default_rng(1)
-    start = np.sort(rng.uniform(0, 1000, 1_000_000))
+    start = np.sort(rng.uniform(0, 200, 200_000))
     end = start + rng.exponential(0.05, len(start))
     samples = pd.DataFrame({"actual_start": start, "end": end, "error": ""}).astype(
         {"error": "string"}
     )
-    began = time.perf_counter()
     flight = InFlight.of(samples)
-    for a in range(0, 1000, 100):
-        flight.stats(float(a), float(a + 100))
-    assert time.perf_counter() - began < 10.0  # ~1 s on a loaded machine; quadratic: never
-    assert 40 <= flight.stats(0.0, 1000.0)[1] <= 60  # Little: 1000/s x 50 ms
+    assert 40 <= flight.stats(0.0, 200.0)[1] <= 60
+    for a in range(0, 200, 50):
+        assert 40 <= flight.stats(float(a), float(a + 50))[1] <= 60

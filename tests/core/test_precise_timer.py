@@ -50,8 +50,11 @@ def test_never_early_and_in_deadline_order() -> None:
     assert len(woke) > 200
     assert all(at >= deadline for deadline, at in woke)
     assert [d for d, _ in woke] == sorted(d for d, _ in woke)
-    # Sanity bound only (a loaded machine can be late); the benchmark measures the real figure.
-    assert max(at - deadline for deadline, at in woke) < 0.5
+    # Each sleeper wakes at its own deadline, not all at the last one: most are woken before
+    # the last deadline (a timer armed only once would wake every one at it). How late they
+    # are is the benchmark's figure: a bound here failed on a machine loaded to 12.
+    last = max(d for d, _ in woke)
+    assert sum(at < last for _, at in woke) > len(woke) // 2
 
 
 def test_a_new_earlier_deadline_rearms_the_timer() -> None:
