@@ -59,7 +59,7 @@ BUILDS = """\
 builds:
   retry-only:
     jar: {jar}
-    java-options: [-Xmx512m]
+    java-options: [-XX:TieredStopAtLevel=1, -Xmx512m]  # C1 only: half the CPU to start
     health: {{timeout: 300s}}       # a JVM on a loaded 2-core machine took over 120 s to start
     properties: &common
       pg.base-url: "{{pg_url}}"
@@ -90,7 +90,7 @@ builds:
               automatic-transition-from-open-to-half-open-enabled: true
   breaker:
     jar: {jar}
-    java-options: [-Xmx512m]
+    java-options: [-XX:TieredStopAtLevel=1, -Xmx512m]  # C1 only: half the CPU to start
     health: {{timeout: 300s}}
     properties:
       <<: *common

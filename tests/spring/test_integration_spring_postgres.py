@@ -59,7 +59,7 @@ traffic:
   products: {{path: "/api/products/{{id}}", params: {{id: [1, 1000]}}, rate: 10, timeout: 10s}}
 builds:
   {build}:
-    command: [{java}, -jar, {jar}, "--server.port={{port}}",
+    command: [{java}, -XX:TieredStopAtLevel=1, -jar, {jar}, "--server.port={{port}}",
               "--management.server.port={{metrics_port}}", "--pg.base-url={{pg_url}}",
               "--spring.datasource.url={url}",
               --spring.datasource.username={user}, --spring.datasource.password={password},
