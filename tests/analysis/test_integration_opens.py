@@ -24,9 +24,13 @@ def _report(run_dir: Path) -> dict[str, Any]:
     return report
 
 
-def _opens_from_metrics(run_dir: Path, build: str, source: str, start: float, end: float) -> int:
+def _opens_from_metrics(
+    run_dir: Path, build: str, source: str, start: float, end: float, from_closed: bool = False
+) -> int:
     """Opens counted here from the raw gauge (one row per state per scrape, 1 for the current):
-    a scrape away from closed (open or half-open) after one that read closed."""
+    a scrape reading open after one that did not (from closed, or a failed half-open trial),
+    or half-open after closed (the open fell between them); ``from_closed``: a scrape away
+    from closed (open or half-open) after one that read closed."""
     metrics = pd.read_parquet(run_dir / build / "metrics.parquet")
     rows = metrics[
         (metrics["source"] == source)
@@ -36,7 +40,13 @@ def _opens_from_metrics(run_dir: Path, build: str, source: str, start: float, en
     state = [json.loads(labels)["state"] for labels in rows["labels"]]
     count, before = 0, "closed"
     for t, now in zip(rows["t"], state, strict=True):
-        if start <= t < end and now in ("open", "half_open") and before == "closed":
+        if from_closed:
+            opened = now in ("open", "half_open") and before == "closed"
+        else:
+            opened = (now == "open" and before != "open") or (
+                now == "half_open" and before == "closed"
+            )
+        if start <= t < end and opened:
             count += 1
         before = now
     return count
@@ -53,6 +63,10 @@ def test_a_real_flapping_breaker_has_its_opens_counted() -> None:
         outage = [_opens_from_metrics(run_dir, name, s, t0 + 3.0, t0 + 14.0) for s in sources]
         assert build["breaker"]["opens"] == sum(whole)
         assert build["phases"]["outage"]["breaker"]["opens"] == sum(outage)
+        left = [
+            _opens_from_metrics(run_dir, name, s, t0, t0 + 14.0, from_closed=True) for s in sources
+        ]
+        assert build["breaker"]["opens_from_closed"] == sum(left) <= sum(whole)
         assert build["phases"]["calm"]["breaker"]["opens"] == 0  # the gateway was healthy
         # It flapped: 11 s of blips, open in each, closed again by a probe after each.
         assert all(n >= 3 for n in outage), outage
