@@ -51,7 +51,7 @@ def cut_aborted(figures: BuildFigures, scenario: Scenario, info: BuildRecord) ->
     abort = info.get("abort")
     if abort is None:
         return
-    ends = {p.name: p.end for p in scenario.pg.phases}
+    ends = {p.name: p.end for p in scenario.phases}
     checked_end = ends.get(abort["phase"], 0.0)
     later = [name for name, end in ends.items() if end > checked_end + 1e-9]
     why = (

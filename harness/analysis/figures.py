@@ -283,7 +283,7 @@ class BuildSeries:
         s = self._gateway_samples()
         t = s["intended_start"] - self.t0
         healthy = (t >= -EPS_S) & (t < self.scenario.duration - EPS_S)
-        for phase in self.scenario.pg.phases:
+        for phase in self.scenario.phases:
             if phase.fault.type != "healthy":
                 healthy &= ~((t >= phase.start) & (t < phase.end))
         n = int(healthy.sum())
@@ -381,7 +381,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         ),
         "pg": cast(PgFigures, ordered(pg, PgFigures)),
         "timeline": timeline,
-        "phases": {p.name: data.window(p.start, p.end) for p in scenario.pg.phases},
+        "phases": {p.name: data.window(p.start, p.end) for p in scenario.phases},
         "ledger": ledger_figures(build.ledger, build.payments),
     }
     if any(ep.retry is not None for ep in scenario.traffic.values()):
@@ -419,7 +419,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     warnings += build_idle_warnings(scenario, build, data)  # a Retry, a breaker never set off
     if warnings:  # only when something read looks wrong (a half-counted breaker, no call)
         figures["warnings"] = warnings
-    phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.pg.phases}
+    phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.phases}
     spans = {"whole": windows.whole, "fault": windows.fault}
     back = timeline.get("endpoints_recover_s")
     service = {}  # the service's recovery not measured (not unreached): which endpoint's it lacks
@@ -466,7 +466,7 @@ def replica_figures(data: BuildSeries, payments: pd.DataFrame) -> dict[str, Repl
     """
     windows = _windows(data)
     out: dict[str, ReplicaFigures] = {}
-    phases = [(p.name, data.t0 + p.start, data.t0 + p.end) for p in data.scenario.pg.phases]
+    phases = [(p.name, data.t0 + p.start, data.t0 + p.end) for p in data.scenario.phases]
     for i, series in enumerate(data.replicas):
         reader = replica_reader(series, tuple(data.gaps))
         cuts = cut(reader, "replica", windows)
@@ -543,7 +543,7 @@ def analyse(run: RunResult, scenario: Scenario) -> Report:
         "fault_window_s": list(scenario.fault_window() or ()),
         "phases": [
             {"name": p.name, "start_s": p.start, "end_s": p.end, "fault": p.label}
-            for p in scenario.pg.phases
+            for p in scenario.phases
         ],
         "endpoints": {name: endpoint_info(scenario, name) for name in scenario.traffic},
         "baseline": baseline,

@@ -93,7 +93,7 @@ def fault_of(scenario: Scenario, t0: float, until_s: float) -> Fault | None:
     start, end = window[0], min(window[1], until_s)
     names = [
         p.name
-        for p in scenario.pg.phases
+        for p in scenario.phases
         if p.fault.type != "healthy" and p.start < end and p.end > start
     ]
     return Fault(t0 + start, t0 + end, t0, " + ".join(names) or "the fault window")

@@ -100,7 +100,7 @@ def recovery_verdict(
     settings = scenario.recovery
     if settings is None:
         return None
-    phase = settings.trigger_phase(scenario.pg.phases)
+    phase = settings.trigger_phase(scenario.phases)
     if phase is None:  # refused at load; a scenario edited since the run
         return _unmeasured(f"recovery: no trigger phase {settings.trigger or ''} in the scenario")
     end = scenario.duration if until is None else min(until, scenario.duration)

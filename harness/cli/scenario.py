@@ -32,7 +32,7 @@ def validate(scenario: ScenarioArg) -> None:
         raise fail_input(exc) from None
     s = loaded.scenario
     console.print(
-        f"{loaded.path}: ok — {len(s.traffic)} endpoint(s), {len(s.pg.phases)} phase(s), "
+        f"{loaded.path}: ok — {len(s.traffic)} endpoint(s), {len(s.phases)} phase(s), "
         f"builds: {', '.join(s.builds)}; {s.warmup:g} s warmup + {s.duration:g} s per build",
         highlight=False,
         markup=False,  # a file name such as "a[/b].yaml" is not rich markup

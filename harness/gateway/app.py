@@ -30,9 +30,15 @@ SHUTDOWN_GRACE_S = 1.0
 """On SIGTERM, in-flight calls get this long before they are cut (and recorded as dropped)."""
 
 
-def main_app(gateway: Gateway) -> web.Application:
+def main_app(gateway: Gateway, control: bool = False) -> web.Application:
     """The main listener's application: approve calls and product reads, plus metrics,
-    health and admin."""
+    health and admin. A named dependency answers every path as its API says: with a
+    control listener, its main one serves nothing else (the service may call a path
+    of its own named ``/health`` or ``/metrics``)."""
+    if gateway.api is not None:
+        app = web.Application() if control else Admin(gateway).routes(web.Application())
+        app.router.add_route("*", "/{tail:.*}", gateway.dependency)
+        return app
     app = Admin(gateway).routes(web.Application())
     app.router.add_post(APPROVE_PATH, gateway.approve)
     app.router.add_get(CATALOGUE_ROUTE, gateway.catalogue, allow_head=False)
@@ -67,7 +73,9 @@ class _Served:
         """Serve; return the tasks the gateway cannot live without (ledger writer, steering)."""
         gateway, control = self.gateway, self.control_sock
         gateway.has_control = control is not None
-        apps = [main_app(gateway)] + ([control_app(gateway)] if control is not None else [])
+        apps = [main_app(gateway, control is not None)] + (
+            [control_app(gateway)] if control is not None else []
+        )
         for app in apps:
             runner = AppRunner(
                 app, handler_cancellation=True, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S
@@ -97,6 +105,8 @@ class _Served:
                 await asyncio.wait_for(runner.cleanup(), 10 + SHUTDOWN_GRACE_S)
         if gateway.capacity is not None:  # calls still queued or served for clients gone
             await gateway.capacity.stop()
+        if gateway.api is not None:
+            await gateway.api.close()
         if self.listener is not None:
             self.listener.release()
         gateway.ledger.close()
@@ -109,6 +119,6 @@ def serve(gateway: Gateway, sock: socket.socket, control_sock: socket.socket | N
     Raises ``RunError`` (after stopping) if the ledger cannot be written.
     """
     raise_open_file_limit()
-    files = OpenFiles("pg")
+    files = OpenFiles(gateway.name)
     served = _Served(gateway, sock, control_sock, files)
     serve_until_signalled(served.start, served.stop, files=files)

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from harness.gateway.attempts import MAX_KEY_CHARS
 from harness.gateway.decide import Action, catalogue_product, garbage
+from harness.gateway.dependency import Routed
 from harness.gateway.queueing import Ticket
 
 
@@ -37,6 +38,11 @@ class InFlight:
     """The request's path, for the ledger."""
     product: int | None = None
     """The product a catalogue read asks for; None for an approve call."""
+    method: str = ""
+    route: str = ""
+    """The route a named dependency matched (``unmatched``), for the ledger; "" for ``pg``."""
+    routed: Routed | None = None
+    """A named dependency's own answer to give when no fault decides otherwise."""
     status: int = 0
     outcome: str = "client_gone"
     client_gone: bool = False
@@ -72,7 +78,14 @@ def approved(call: InFlight, body: Any) -> dict[str, Any]:
     }
 
 
-def malformed(request: web.Request, call: InFlight, seed: int, body: Any) -> web.StreamResponse:
+def usual_payload(call: InFlight, body: Any) -> bytes:
+    """The good answer's bytes, as ``pg`` gives it (a named dependency's are its own)."""
+    return json.dumps(approved(call, body)).encode()
+
+
+def malformed(
+    request: web.Request, call: InFlight, seed: int, payload: bytes
+) -> web.StreamResponse:
     """Bytes HTTP cannot parse (nothing, garbage, or a body cut short), then close."""
     transport = request.transport
     call.outcome = "malformed"
@@ -82,7 +95,6 @@ def malformed(request: web.Request, call: InFlight, seed: int, body: Any) -> web
     if call.action.malformed == "garbage":
         transport.write(garbage(seed, call.key, call.attempt))
     elif call.action.malformed == "truncated":
-        payload = json.dumps(approved(call, body)).encode()
         head = (
             "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
             f"Content-Length: {len(payload)}\r\n\r\n"
@@ -92,10 +104,9 @@ def malformed(request: web.Request, call: InFlight, seed: int, body: Any) -> web
     return web.Response()  # never sent: the connection is closed
 
 
-async def slow_body(request: web.Request, call: InFlight, body: Any) -> web.StreamResponse:
+async def slow_body(request: web.Request, call: InFlight, payload: bytes) -> web.StreamResponse:
     """Status and headers at once; the body in ``chunks`` pieces, the last at ``duration``."""
     action = call.action
-    payload = json.dumps(approved(call, body)).encode()
     payload += b" " * max(0, action.chunks - len(payload))  # JSON allows trailing spaces
     n = action.chunks
     bounds = [round(i * len(payload) / n) for i in range(n + 1)]

@@ -35,19 +35,20 @@ LEDGER_COLUMNS = (
     "client_gone",
     "path",
 )
+ROUTE_COLUMNS = ("method", "route")
+"""Written after ``path`` by a named dependency (``dependencies.<name>``): the request's method
+and the route it matched (``unmatched`` when none did; the gateway ``pg`` has two fixed routes
+told apart by ``path``)."""
 CAPACITY_COLUMNS = ("queue_s", "service_s", "abandoned", "rejected")
 """Written after ``path`` by a gateway with ``pg.capacity`` (and only then: a ledger without
 them reads as no queue, ``harness.results.io.ledger_from_csv``)."""
 LEDGER_FLUSH_S = 0.5
 """The ledger reaches the file at least this often, so a killed gateway loses at most this much."""
 
-LedgerRow = (
-    tuple[float, str, int, str, str, int, str, float, bool, str]
-    | tuple[float, str, int, str, str, int, str, float, bool, str, float, float, bool, bool]
-)
-"""Values in ``LEDGER_COLUMNS`` order, then ``CAPACITY_COLUMNS``'s under ``pg.capacity``. ``path``
-came last, so a ledger written before it had one reads the same up to there
-(``harness.results.io.ledger_from_csv``)."""
+LedgerRow = tuple[object, ...]
+"""Values in ``LEDGER_COLUMNS`` order, then ``ROUTE_COLUMNS``'s (written only by a named
+dependency), then ``CAPACITY_COLUMNS``'s under a capacity. ``path`` came last, so a ledger
+written before it had one reads the same up to there (``harness.results.io.ledger_from_csv``)."""
 
 
 class LedgerError(RunError):
@@ -89,8 +90,10 @@ class Ledger:
         *,
         overwrite: bool = False,
         capacity: bool = False,
+        routes: bool = False,
     ) -> None:
         self.path = Path(path) if path is not None else None
+        self.routes = routes
         self.escaped = 0
         """Rows written with their key escaped (not valid UTF-8)."""
         self._on_escaped = on_escaped
@@ -102,7 +105,11 @@ class Ledger:
             into = overwrite or (self.path.exists() and not self.path.is_file())
             self._file = self.path.open("w" if into else "x", newline="", encoding="utf-8")
             self._writer = csv.writer(self._file, lineterminator="\n")
-            self._writer.writerow(LEDGER_COLUMNS + (CAPACITY_COLUMNS if capacity else ()))
+            self._writer.writerow(
+                LEDGER_COLUMNS
+                + (ROUTE_COLUMNS if routes else ())
+                + (CAPACITY_COLUMNS if capacity else ())
+            )
             self._file.flush()
 
     def add(self, row: LedgerRow) -> None:
@@ -145,7 +152,9 @@ class Ledger:
             raise self._broken from exc
 
     def _fields(self, row: LedgerRow) -> tuple[object, ...]:
-        arrival, key, attempt, phase, fault, status, decision, duration, gone, path = row[:10]
+        arrival, key, attempt, phase, fault, status, decision, duration, gone, path = cast(
+            tuple[float, str, int, str, str, int, str, float, bool, str], row[:10]
+        )
         fields: tuple[object, ...] = (
             f"{arrival:.6f}",
             self._key(key),
@@ -158,10 +167,12 @@ class Ledger:
             "true" if gone else "false",
             escape_text(path),
         )
-        if len(row) > 10:
-            queue_s, service_s, abandoned, rejected = cast(
-                tuple[float, float, bool, bool], row[10:]
-            )
+        rest = row[10:]
+        if self.routes:
+            fields += (rest[0], escape_text(cast(str, rest[1])))
+            rest = rest[2:]
+        if rest:
+            queue_s, service_s, abandoned, rejected = cast(tuple[float, float, bool, bool], rest)
             fields += (
                 f"{queue_s:.6f}",
                 f"{service_s:.6f}",

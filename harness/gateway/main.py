@@ -27,8 +27,12 @@ from harness.core.errors import InputError, RunError
 from harness.core.net import BACKLOG, fd_arg, inherited_socket, is_loopback, port_arg
 from harness.core.serving import exit_for, t0_arg
 from harness.gateway.app import serve
+from harness.gateway.dependency import DependencyApi, ForwardApi, StubApi
 from harness.gateway.server import Gateway
+from harness.scenario.dependencies import PG, dependency_stubs
+from harness.scenario.faults import HANG_LIMIT_S, PgSchedule
 from harness.scenario.loader import load_scenario
+from harness.scenario.schema import Scenario
 
 STANDALONE_PORT = 8089
 
@@ -46,6 +50,18 @@ def parser(
     )
     p.add_argument(
         "--scenario", required=True, metavar="FILE", help="serve this scenario's pg.phases"
+    )
+    p.add_argument(
+        "--dependency",
+        default="pg",
+        metavar="NAME",
+        help="play the scenario's dependencies.NAME instead of pg (its API and its phases)",
+    )
+    p.add_argument(
+        "--scenario-dir",
+        type=Path,
+        metavar="DIR",
+        help="where a dependency's mappings folder is found (default: the scenario's folder)",
     )
     p.add_argument(
         "--fd", type=fd_arg, metavar="FD", help="an already bound, listening socket to serve on"
@@ -127,6 +143,23 @@ def _announce(
     )
 
 
+def _played(
+    scenario: Scenario, name: str, folder: Path | None, file: str
+) -> tuple[PgSchedule, DependencyApi | None]:
+    """The schedule and API of the dependency this process plays (``InputError`` if none)."""
+    if name == PG:
+        return scenario.pg, None
+    dep = scenario.dependencies.get(name)
+    if dep is None:
+        known = ", ".join(scenario.dependencies) or "none"
+        raise InputError(f"--dependency {name}: not in {file} (dependencies: {known})")
+    if dep.forward is not None:
+        return dep, ForwardApi(dep.forward, dep.call_key, HANG_LIMIT_S)
+    base = folder if folder is not None else Path(file).resolve().parent
+    stubs = dependency_stubs(dep, base, f"dependencies.{name}")
+    return dep, StubApi(stubs, scenario.seed, dep.call_key)
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -140,14 +173,17 @@ def main(
         if not is_loopback(args.host):
             raise InputError(f"--host {args.host}: the gateway only binds loopback addresses")
         loaded = load_scenario(args.scenario)
+        schedule, api = _played(loaded.scenario, args.dependency, args.scenario_dir, args.scenario)
         gateway = Gateway(
-            loaded.scenario.pg.phases,
+            schedule.phases,
             loaded.scenario.seed,
             args.t0,
             args.ledger,
             precise_timer=args.timer == "timerfd",
             overwrite_ledger=args.overwrite_ledger,
-            capacity=loaded.scenario.pg.capacity,
+            capacity=schedule.capacity,
+            api=api,
+            name=args.dependency,
         )
     except InputError as exc:
         exit_for(exc, 2)

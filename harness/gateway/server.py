@@ -28,6 +28,7 @@ import asyncio
 import math
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,14 @@ from harness.core.precise_timer import PreciseTimer
 from harness.core.timeline import phase_at
 from harness.gateway.attempts import MAX_KEYS as MAX_KEYS
 from harness.gateway.attempts import AttemptCounts as AttemptCounts
-from harness.gateway.calls import InFlight, approved, malformed, slow_body, too_long
+from harness.gateway.calls import (
+    InFlight,
+    approved,
+    malformed,
+    slow_body,
+    too_long,
+    usual_payload,
+)
 from harness.gateway.capacity import limit_at
 from harness.gateway.connection import handler_of
 from harness.gateway.decide import (
@@ -54,6 +62,7 @@ from harness.gateway.decide import (
     refusing,
     sample_delay,
 )
+from harness.gateway.dependency import DependencyApi, Routed, Usual
 from harness.gateway.ledger import Ledger
 from harness.gateway.overrides import FAULT_HEADER, OverrideError, load_json, parse_override
 from harness.gateway.queueing import Capacity, Ticket
@@ -76,8 +85,13 @@ class Gateway:
         max_keys: int = MAX_KEYS,
         overwrite_ledger: bool = False,
         capacity: GatewayCapacity | None = None,
+        api: DependencyApi | None = None,
+        name: str = "pg",
     ) -> None:
         self.phases = phases
+        self.api = api
+        """A named dependency's own API (None: the payment gateway's two routes)."""
+        self.name = name
         self.seed = seed
         self.t0 = t0
         self.attempts = AttemptCounts(max_keys)
@@ -127,6 +141,7 @@ class Gateway:
             on_escaped=self.ledger_escaped.inc,
             overwrite=overwrite_ledger,
             capacity=capacity is not None,
+            routes=api is not None,
         )
         self.capacity_settings = capacity
         self.capacity = (
@@ -195,21 +210,34 @@ class Gateway:
             request, catalogue_key(product, request_id), product, too_long(named, request_id)
         )
 
+    async def dependency(self, request: web.Request) -> web.StreamResponse:
+        """Any call to a named dependency: answered by its API (stubs, or the real upstream)
+        unless the phase's faults answer first."""
+        assert self.api is not None
+        arrival, started = time.time(), time.monotonic()
+        body = await request.read()
+        routed = self.api.route(request, body)
+        return await self._handle(request, routed.key, routed=routed, at=(arrival, started))
+
     async def _handle(
         self,
         request: web.Request,
         key: str,
         product: int | None = None,
         too_long: str | None = None,
+        routed: Routed | None = None,
+        at: tuple[float, float] | None = None,
     ) -> web.StreamResponse:
-        arrival = time.time()
-        started = time.monotonic()
+        arrival, started = at if at is not None else (time.time(), time.monotonic())
         t = None if self.t0 is None else arrival - self.t0
         phase = None if t is None else phase_at(self.phases, t)
         phase_name = phase.name if phase else "none"
         call = InFlight(
             arrival, started, key, 0, phase_name, _INVALID, "", "", request.path, product
         )
+        call.method = request.method
+        if routed is not None:
+            call.route, call.routed = routed.route, routed
         if not key:
             return await self._invalid(request, call, "Idempotency-Key header is required")
         if too_long is not None:
@@ -236,7 +264,7 @@ class Gateway:
             else:
                 action = decide_at(self.phases, t, self.seed, key, attempt, where)
             call.action, call.fault, call.decision = action, action.fault, action.decision
-            if product is not None and call.decision == "approved":
+            if (product is not None or routed is not None) and call.decision == "approved":
                 call.decision = "served"  # a product read approves nothing: it was answered
             if connection is not None:
                 # A FIN during the call: the client hung up, or half-closed to await the answer.
@@ -334,7 +362,9 @@ class Gateway:
         action = call.action
         body: Any = None
         ticket = None if self.capacity is None else self._queue_up(call)
-        if action.reads_body and call.product is not None:
+        if call.routed is not None:
+            pass  # a named dependency's body was read to route it; it need not be JSON
+        elif action.reads_body and call.product is not None:
             await request.read()  # a read's body (usually none) means nothing: read past it
         elif action.reads_body:
             try:
@@ -351,12 +381,24 @@ class Gateway:
                 status = self.capacity.settings.full_status
                 return await self._send(request, call, web.json_response(answer, status=status))
             wait = HANG_LIMIT_S if action.kind == "hang" else 0.0  # delays were served
+        usual: Usual | None = None
+        if call.routed is not None and _answers_usually(action):
+            usual = await call.routed.usual()  # the upstream's time counts as the call's
+            wait += usual.delay_s
+            if usual.fault is not None:  # the dependency's own broken answer (WireMock fault)
+                action = call.action = _own_fault(action, usual.fault)
         if wait > 0:  # counted from arrival, so reading and deciding are not added
             await self.timer.sleep_until(call.started + wait)
-        return await dispatch(action, _Answer(self, request, call, body))
+        return await dispatch(action, _Answer(self, request, call, body, usual))
 
-    def _response(self, action: Action, call: InFlight, body: Any) -> web.Response:
-        if action.body is None:
+    def _response(
+        self, action: Action, call: InFlight, body: Any, usual: Usual | None = None
+    ) -> web.Response:
+        if action.body is None and usual is not None:
+            response = web.Response(body=usual.body, status=usual.status)
+            for name, value in usual.headers:
+                response.headers.add(name, value)
+        elif action.body is None:
             response = web.json_response(approved(call, body), status=action.status)
         elif isinstance(action.body, str):
             response = web.Response(text=action.body, status=action.status)
@@ -407,7 +449,7 @@ class Gateway:
             time.monotonic() - call.started,
             call.client_gone,
             call.path,
-        )
+        ) + ((call.method, call.route or "invalid-request") if self.api is not None else ())
         if self.capacity is None:
             self.ledger.add(row)
             return
@@ -422,14 +464,46 @@ class Gateway:
         )
 
 
+def _answers_usually(action: Action) -> bool:
+    """Whether the dependency's own answer is given (or broken on the way): no fault answers
+    instead of it."""
+    return (action.kind == "respond" and action.body is None) or action.kind in (
+        "slow-body",
+        "malformed",
+    )
+
+
+def _own_fault(action: Action, fault: str) -> Action:
+    """The dependency's own broken answer as an action (when no fault of the phase answers)."""
+    if action.kind != "respond":
+        return action
+    if fault == "reset":
+        return replace(action, kind="reset")
+    if fault in ("empty", "garbage", "truncated"):
+        return replace(action, kind="malformed", malformed=fault)  # type: ignore[arg-type]
+    return action
+
+
 class _Answer:
     """The answer the gateway sends for each kind of action, after its delay was served."""
 
-    def __init__(self, server: Gateway, request: web.Request, call: InFlight, body: Any) -> None:
+    def __init__(
+        self,
+        server: Gateway,
+        request: web.Request,
+        call: InFlight,
+        body: Any,
+        usual: Usual | None = None,
+    ) -> None:
         self.server, self.request, self.call, self.body = server, request, call, body
+        self.usual = usual
+
+    def _payload(self) -> bytes:
+        """The good answer's bytes, for the faults that break it on the way."""
+        return self.usual.body if self.usual is not None else usual_payload(self.call, self.body)
 
     async def respond(self, action: Action) -> web.StreamResponse:
-        response = self.server._response(action, self.call, self.body)
+        response = self.server._response(action, self.call, self.body, self.usual)
         return await self.server._send(self.request, self.call, response)
 
     async def hang(self, action: Action) -> web.StreamResponse:
@@ -445,7 +519,7 @@ class _Answer:
         return web.Response()  # never sent: the connection is gone
 
     async def malformed(self, action: Action) -> web.StreamResponse:
-        return malformed(self.request, self.call, self.server.seed, self.body)
+        return malformed(self.request, self.call, self.server.seed, self._payload())
 
     async def slow_body(self, action: Action) -> web.StreamResponse:
-        return await slow_body(self.request, self.call, self.body)
+        return await slow_body(self.request, self.call, self._payload())

@@ -92,7 +92,7 @@ def time_axes(ax: Axes, scenario: Scenario, span: Span, bottom: bool) -> None:
             ax.axvspan(a, z, color=OUTSIDE_SHADE, zorder=0, lw=0)
             if z - a > 0.03 * (span.stop - span.start):
                 ax.text((a + z) / 2, 0.98, name, ha="center", transform=at, **LABEL_STYLE)
-    for phase in scenario.pg.phases:
+    for phase in scenario.phases:
         if phase.fault.type == "healthy" and phase.target is None:  # a capped phase is shaded
             ax.text(phase.start, 0.98, f" {phase.name}", transform=at, **LABEL_STYLE)
             continue

@@ -50,7 +50,7 @@ def draw_recovery(
     fig, axes = new_figure(max(1, len(builds)), 2.6)
     eps = ", ".join(counted_endpoints(scenario))
     fig.suptitle(f"Recovery after the trigger: offered, goodput and retries ({eps})")
-    trigger = settings.trigger_phase(scenario.pg.phases) if settings is not None else None
+    trigger = settings.trigger_phase(scenario.phases) if settings is not None else None
     top = 1.0
     for ax, result, b in zip(axes, results, builds, strict=False):
         seconds = per_second(scenario, result.samples, result.t0, span.start, span.stop)

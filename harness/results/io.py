@@ -62,11 +62,14 @@ LEDGER_DTYPES = {
     "queue_s": "float64",
     "service_s": "float64",
     "abandoned": "bool",
+    "method": "string",
+    "route": "string",
     "rejected": "bool",
 }
-LEDGER_OPTIONAL = ("path", "queue_s", "service_s", "abandoned", "rejected")
-"""Columns a ledger may lack: ``path`` (written before it existed) and ``pg.capacity``'s, which
-only a gateway with capacity writes."""
+LEDGER_OPTIONAL = ("path", "method", "route", "queue_s", "service_s", "abandoned", "rejected")
+"""Columns a ledger may lack: ``path`` (written before it existed), ``method`` and ``route``
+(written by a named dependency only: ``pg`` tells its two routes apart by ``path``) and a
+capacity's, which only a dependency with capacity writes."""
 LEDGER_WITHOUT_CAPACITY: dict[str, object] = {
     "queue_s": 0.0,
     "service_s": float("nan"),
@@ -446,6 +449,8 @@ def ledger_from_csv(csv_path: Path) -> pd.DataFrame:
     else:
         frame["path"] = LEDGER_PATH_BEFORE_COLUMN
     capacity = "rejected" in frame.columns
+    if "route" in frame.columns:  # a row cut short lacks its last column (a route has a name)
+        frame = frame[frame["route"].fillna("") != ""].copy()
     if capacity:  # a row cut short lacks its last column
         frame = frame[frame["rejected"].fillna("") != ""].copy()
     for col in ("arrival", "attempt", "status", "duration_s"):
@@ -465,7 +470,12 @@ def with_ledger_defaults(frame: pd.DataFrame) -> pd.DataFrame:
     without ``pg.capacity`` would (``LEDGER_WITHOUT_CAPACITY``); the others as they are."""
     missing = {
         col: pd.Series(value, index=frame.index, dtype=LEDGER_DTYPES[col])
-        for col, value in {"path": LEDGER_PATH_BEFORE_COLUMN, **LEDGER_WITHOUT_CAPACITY}.items()
+        for col, value in {
+            "path": LEDGER_PATH_BEFORE_COLUMN,
+            "method": "",
+            "route": "",
+            **LEDGER_WITHOUT_CAPACITY,
+        }.items()
         if col not in frame.columns
     }
     return frame.assign(**missing) if missing else frame
@@ -498,7 +508,25 @@ def keep_live_logs(build_dir: Path) -> dict[str, int]:
     write_parquet_atomic(samples, build_dir / "samples.parquet")
     ledger = ledger_from_csv(build_dir / "pg-ledger.csv")
     write_parquet_atomic(ledger, build_dir / "pg.parquet")
-    return {"samples": len(samples), "pg_calls": len(ledger)}
+    kept = {"samples": len(samples), "pg_calls": len(ledger)}
+    for name, csv_path in dependency_ledgers(build_dir).items():
+        calls = ledger_from_csv(csv_path)
+        write_parquet_atomic(calls, build_dir / f"{DEPENDENCY_PREFIX}{name}.parquet")
+        kept[f"{DEPENDENCY_PREFIX}{name}"] = len(calls)
+    return kept
+
+
+DEPENDENCY_PREFIX = "dep-"
+"""A named dependency's files in a build's folder: ``dep-NAME-ledger.csv`` while it runs,
+``dep-NAME.parquet`` after (``pg``'s are ``pg-ledger.csv`` and ``pg.parquet``)."""
+
+
+def dependency_ledgers(build_dir: Path) -> dict[str, Path]:
+    """The named dependencies' live ledgers in a build's folder, by dependency name."""
+    return {
+        path.name[len(DEPENDENCY_PREFIX) : -len("-ledger.csv")]: path
+        for path in sorted(build_dir.glob(f"{DEPENDENCY_PREFIX}*-ledger.csv"))
+    }
 
 
 def payments_from_sqlite(db_path: Path) -> pd.DataFrame:

@@ -120,6 +120,13 @@ class CapRecord(TypedDict):
     """Why the cap could not be applied or lifted (the build then failed)."""
 
 
+class DependencyUrls(TypedDict):
+    """Where a named dependency listened in one build."""
+
+    api_url: str
+    control_url: str
+
+
 class BuildRecord(KindRecord):
     """One build's (one repetition's) entry in ``builds``: what ran and how it went."""
 
@@ -138,6 +145,8 @@ class BuildRecord(KindRecord):
     """The breaker read (its ``name`` label) when the service has several."""
     pg_url: NotRequired[str]
     pg_control_url: NotRequired[str]
+    dependencies: NotRequired[dict[str, DependencyUrls]]
+    """Each named dependency's API and control URLs (``dependencies.<name>``)."""
     target_url: NotRequired[str]
     target_metrics_url: NotRequired[str | None]
     processes: NotRequired[dict[str, int]]
@@ -162,6 +171,8 @@ class BuildRecord(KindRecord):
     metrics_spool_error: NotRequired[str]
     samples: NotRequired[int]
     pg_calls: NotRequired[int]
+    dependency_calls: NotRequired[dict[str, int]]
+    """The calls each named dependency's ledger kept, by name."""
     save_error: NotRequired[str]
     ended_at: NotRequired[str]
     abort: NotRequired[AbortRecord]
@@ -259,3 +270,9 @@ def read_manifest(path: Path) -> ManifestRecord:
     except ValueError as exc:
         raise InputError(f"{path}: not JSON: {exc}") from None
     return manifest_record(raw, str(path))
+
+
+def control_urls(info: BuildRecord) -> list[str]:
+    """Every dependency's control URL in a build (``pg`` first): each gets the phase clock."""
+    urls = [info["pg_control_url"]] if "pg_control_url" in info else []
+    return urls + [d["control_url"] for d in info.get("dependencies", {}).values()]

@@ -27,6 +27,7 @@ import pandas as pd
 from harness.core.errors import InputError
 from harness.results.attempts import ATTEMPT_DTYPES, requests_of, with_attempts
 from harness.results.io import (
+    DEPENDENCY_PREFIX,
     LEDGER_DTYPES,
     LEDGER_OPTIONAL,
     METRICS_COLUMNS,
@@ -34,6 +35,7 @@ from harness.results.io import (
     METRICS_LIVE,
     PAYMENT_DTYPES,
     SAMPLE_DTYPES,
+    dependency_ledgers,
     empty_frame,
     ledger_from_csv,
     live_sample_files,
@@ -61,6 +63,8 @@ class BuildResult:
     """Every call the gateway received (``pg.parquet``)."""
     payments: pd.DataFrame = field(default_factory=lambda: empty_frame(PAYMENT_DTYPES))
     """The target's payment records (``payments.parquet``), where the target keeps them."""
+    dependencies: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """Every call each named dependency received (``dep-NAME.parquet``), by name."""
     warmup_s: float = 0.0
     """The scenario's warmup; only used to infer ``t0`` when the manifest lacks it."""
 
@@ -142,6 +146,21 @@ def _kind_fits(dtype: Any, wanted: str) -> bool:
     if wanted == "bool":
         return bool(pd.api.types.is_bool_dtype(dtype))
     return bool(pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype))
+
+
+def dependency_frames(build_dir: Path) -> dict[str, pd.DataFrame]:
+    """Every named dependency's ledger in a build's folder: its Parquet file, or the live CSV a
+    run that did not finish left."""
+    found = {
+        path.name[len(DEPENDENCY_PREFIX) : -len(".parquet")]: with_ledger_defaults(
+            read_frame(path, LEDGER_DTYPES, optional=LEDGER_OPTIONAL)
+        )
+        for path in sorted(build_dir.glob(f"{DEPENDENCY_PREFIX}*.parquet"))
+    }
+    for name, csv_path in dependency_ledgers(build_dir).items():
+        if name not in found:
+            found[name] = ledger_from_csv(csv_path)
+    return found
 
 
 def read_frame(path: Path, dtypes: dict[str, str], optional: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -246,7 +265,9 @@ def load_build(bdir: Path, name: str, info: BuildRecord) -> BuildResult:
         if (bdir / "payments.parquet").exists()
         else empty_frame(PAYMENT_DTYPES)
     )
-    return BuildResult(name, samples, metrics, info, ledger, payments)
+    return BuildResult(
+        name, samples, metrics, info, ledger, payments, dependencies=dependency_frames(bdir)
+    )
 
 
 def live_build(bdir: Path, name: str, info: BuildRecord) -> BuildResult:
@@ -258,4 +279,5 @@ def live_build(bdir: Path, name: str, info: BuildRecord) -> BuildResult:
         metrics_from_csv(bdir / METRICS_LIVE),
         info,
         ledger_from_csv(bdir / "pg-ledger.csv"),
+        dependencies=dependency_frames(bdir),
     )

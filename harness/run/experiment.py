@@ -38,7 +38,7 @@ from harness.results.io import (
     write_json_atomic,
     write_text_atomic,
 )
-from harness.results.manifest import BuildRecord, Status
+from harness.results.manifest import BuildRecord, Status, control_urls
 from harness.run.abort import AbortAsk, AbortCheck, live_run
 from harness.run.caps.schedule import BuildCaps, preflight_caps
 from harness.run.events import RunListener
@@ -62,6 +62,7 @@ from harness.run.saving import save_build
 from harness.run.scraper import Scraper, window_edges
 from harness.run.targets import Launch, Preflight, PreflightContext, Target, TargetContext
 from harness.run.watch import watch_load
+from harness.scenario.dependencies import PG, Played
 from harness.scenario.schema import LoadedScenario, Scenario
 
 BYTES_PER_REQUEST = 400
@@ -246,39 +247,45 @@ class Experiment:
     def _start_processes(
         self, target: Target, bdir: Path, group: ProcessGroup, info: BuildRecord, caps: BuildCaps
     ) -> Scraper:
-        # The gateway gets two listeners: its API (which a `refuse` fault stops) and a
+        # Each dependency gets two listeners: its API (which a `refuse` fault stops) and a
         # control port for /metrics and /__admin that always answers.
-        pg_sock, control_sock = _gateway_listener(self.scenario.pg.port), listener(backlog=64)
-        pg_url = f"http://{LOOPBACK}:{port_of(pg_sock)}"
-        control_url = f"http://{LOOPBACK}:{port_of(control_sock)}"
+        played = self.scenario.played()
+        socks: list[tuple[Played, socket.socket, socket.socket]] = []
         launch: Launch | None = None
         try:
+            for dep in played:
+                socks.append((dep, _gateway_listener(dep), listener(backlog=64)))
+            urls = {dep.name: f"http://{LOOPBACK}:{port_of(api)}" for dep, api, _ in socks}
+            controls = {dep.name: f"http://{LOOPBACK}:{port_of(c)}" for dep, _, c in socks}
             launch = target.prepare(
                 TargetContext(
                     build_dir=bdir,
-                    pg_url=pg_url,
+                    pg_url=urls.get(PG, ""),
                     run_id=self.run_dir.name,
                     scenario_dir=self.scenario_dir,
                     client_timeout_s=max(e.timeout for e in self.scenario.traffic.values()),
+                    dependency_urls={n: u for n, u in urls.items() if n != PG},
                 )
             )
-            info.update(
-                {
-                    "pg_url": pg_url,
-                    "pg_control_url": control_url,
-                    "target_url": launch.url,
-                    "target_metrics_url": launch.metrics_url,
+            if PG in urls:
+                info.update({"pg_url": urls[PG], "pg_control_url": controls[PG]})
+            named = [dep.name for dep in played if dep.name != PG]
+            if named:
+                info["dependencies"] = {
+                    n: {"api_url": urls[n], "control_url": controls[n]} for n in named
                 }
-            )
+            info.update({"target_url": launch.url, "target_metrics_url": launch.metrics_url})
             info.update(cast(BuildRecord, launch.record))  # KindRecord: BuildRecord's own part
-            group.start(
-                "pg",
-                [sys.executable, "-m", "harness.gateway",
-                 "--scenario", str(self.run_dir / "scenario.yaml"),
-                 "--fd", str(pg_sock.fileno()), "--control-fd", str(control_sock.fileno()),
-                 "--ledger", str(bdir / "pg-ledger.csv")],
-                pass_fds=(pg_sock.fileno(), control_sock.fileno()),
-            )  # fmt: skip
+            for dep, api, control in socks:
+                group.start(
+                    dep.source,
+                    [sys.executable, "-m", "harness.gateway",
+                     "--scenario", str(self.run_dir / "scenario.yaml"),
+                     "--dependency", dep.name, "--scenario-dir", str(self.scenario_dir),
+                     "--fd", str(api.fileno()), "--control-fd", str(control.fileno()),
+                     "--ledger", str(bdir / dep.ledger_file)],
+                    pass_fds=(api.fileno(), control.fileno()),
+                )  # fmt: skip
             cgroup = caps.cgroup_procs()  # every process of the build runs in it, if capped
             for process in launch.processes:  # a replicated build's replicas, then nginx
                 group.start(
@@ -300,14 +307,16 @@ class Experiment:
                 )
         finally:
             # The children hold their own copies; ours would keep the ports open after they stop.
-            pg_sock.close()
-            control_sock.close()
+            for _, api, control in socks:
+                api.close()
+                control.close()
             if launch is not None:
                 for fd in (*launch.pass_fds, *(fd for p in launch.processes for fd in p.pass_fds)):
                     os.close(fd)
         info["processes"] = group.pids()
         self.save_manifest()
-        wait_http(f"{control_url}/health", group, "pg")
+        for dep in played:
+            wait_http(f"{controls[dep.name]}/health", group, dep.source)
         for process in launch.processes:
             wait_healthy(replace(launch, health_urls=process.health_urls), group, process.name)
         wait_healthy(launch, group)
@@ -315,8 +324,9 @@ class Experiment:
             check_metrics(launch.metrics_url, preset=info["preset"])
         sources = {"target": launch.metrics_url} if launch.metrics_url else {}
         sources.update(launch.extra_metrics)
+        sources.update({dep.source: f"{controls[dep.name]}/metrics" for dep in played})
         scraper = Scraper(
-            {**sources, "pg": f"{control_url}/metrics"},
+            sources,
             self.scenario.metrics.interval,
             spool=bdir / METRICS_LIVE,
             history=preset_for(info),
@@ -351,9 +361,8 @@ class Experiment:
             time.sleep(0.05)
         start_at = time.time() + 0.3
         t0 = start_at + plan.warmup_s
-        httpx.post(
-            f"{info['pg_control_url']}/__admin/start", json={"t0": t0}, timeout=5
-        ).raise_for_status()
+        for control in control_urls(info):  # every dependency on the one phase clock
+            httpx.post(f"{control}/__admin/start", json={"t0": t0}, timeout=5).raise_for_status()
         write_json_atomic(Path(plan.go_path), {"start_at": start_at})
         info.update({"load_start": start_at, "t0": t0})
         scraper.scrape_at(window_edges(self.scenario, t0))
@@ -455,14 +464,15 @@ def _not_ready(spread: LoadWorkers, waited_s: float, progress: dict[str, Any]) -
     return text
 
 
-def _gateway_listener(port: int | None) -> socket.socket:
-    """The gateway's API listener: on ``pg.port`` when the scenario fixes it, else a free port."""
+def _gateway_listener(dep: Played) -> socket.socket:
+    """A dependency's API listener: on its ``port`` when the scenario fixes it, else a free one."""
+    port = dep.schedule.port
     if port is None:
         return listener()
     try:
         return listener(port=port)
     except OSError as exc:
         raise RunError(
-            f"pg.port {port}: cannot listen on {LOOPBACK}:{port} ({exc.strerror}); "
+            f"{'.'.join(dep.at)}.port {port}: cannot listen on {LOOPBACK}:{port} ({exc.strerror}); "
             "another process holds it, or the port needs privileges"
         ) from None

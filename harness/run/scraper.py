@@ -260,6 +260,6 @@ def window_edges(scenario: Scenario, t0: float) -> list[float]:
     """The absolute times the figures cut counters at: the measured window's start and
     end (the load's stop) and each gateway phase's start and end within it."""
     edges = {0.0, scenario.duration}
-    for phase in scenario.pg.phases:
+    for phase in scenario.phases:
         edges |= {phase.start, phase.end}
     return sorted(t0 + e for e in edges if 0.0 <= e <= scenario.duration)

@@ -54,6 +54,8 @@ class TargetContext:
     client_timeout_s: float = MAX_TIMEOUT_S
     """The longest client timeout of the scenario's traffic: a proxy in front of the
     service (a replicated shop's nginx) must wait longer than that for an answer."""
+    dependency_urls: Mapping[str, str] = field(default_factory=dict)
+    """Each named dependency's URL, by name (``{dep.NAME.url}``)."""
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def settle_s(scenario: Scenario) -> float:
 
 def decided_after(gate: Gate, scenario: Scenario) -> str:
     """The phase after whose end (and ``settle_s``) the gate's figures are all final."""
-    ends = {p.name: p.end for p in scenario.pg.phases}
+    ends = {p.name: p.end for p in scenario.phases}
     named = [m.phase for m in gate.metrics() if m.phase is not None]
     return max(named, key=lambda name: ends[name])
 
@@ -84,7 +84,7 @@ def due(gate: Gate, scenario: Scenario, build: str, phase: str, finished: Collec
 def checkpoints(gates: list[Gate], scenario: Scenario, build: str) -> list[tuple[str, float]]:
     """(phase, measured-window seconds) of each check a build's run makes: after the phases
     some abort gate naming the build is decided at, by time."""
-    phases = {p.name: p.end for p in scenario.pg.phases}
+    phases = {p.name: p.end for p in scenario.phases}
     wanted = {decided_after(g, scenario) for g in gates if build in builds_of(g)}
     settle = settle_s(scenario)
     return sorted(((name, phases[name] + settle) for name in wanted), key=lambda c: c[1])

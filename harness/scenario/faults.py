@@ -398,26 +398,30 @@ class PgSchedule(StrictModel):
         "default: a free one per build",
     )
 
-    def brownout_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
-        """A brownout lowers ``pg.capacity``: without one there is nothing to lower; (YAML path,
-        message) of each, said at its line by the loader (``Scenario.cross_field_problems``)."""
+    def brownout_problems(
+        self, at: tuple[str, ...] = ("pg",)
+    ) -> list[tuple[tuple[str | int, ...], str]]:
+        """A brownout lowers the capacity: without one there is nothing to lower; (YAML path,
+        message) of each, said at its line by the loader (``Scenario.cross_field_problems``).
+        ``at`` is where this schedule is in the file (``pg``, ``dependencies.<name>``)."""
         found: list[tuple[tuple[str | int, ...], str]] = []
         capacity = self.capacity
+        named = ".".join(at)
         for i, phase in enumerate(self.phases):
             for j, fault in enumerate(phase.faults):
                 if fault.type != "brownout":
                     continue
                 where: tuple[str | int, ...] = (
-                    ("pg", "phases", i, "faults", j)
+                    (*at, "phases", i, "faults", j)
                     if len(phase.faults) > 1
-                    else ("pg", "phases", i, "fault")
+                    else (*at, "phases", i, "fault")
                 )
                 if capacity is None:
                     found.append(
                         (
                             where + ("type",),
-                            "a brownout lowers the gateway's capacity: give "
-                            "pg.capacity (concurrency, service) for it to lower",
+                            "a brownout lowers the dependency's capacity: give "
+                            f"{named}.capacity (concurrency, service) for it to lower",
                         )
                     )
                 elif fault.concurrency is not None and fault.concurrency > capacity.concurrency:
@@ -425,7 +429,7 @@ class PgSchedule(StrictModel):
                         (
                             where + ("concurrency",),
                             f"brownout concurrency {fault.concurrency} "
-                            f"is more than pg.capacity.concurrency {capacity.concurrency}: a "
+                            f"is more than {named}.capacity.concurrency {capacity.concurrency}: a "
                             "brownout lowers capacity",
                         )
                     )

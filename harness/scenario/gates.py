@@ -348,7 +348,7 @@ def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) ->
     ``known`` is ``set(figure_names(scenario))``, given when checking many gates.
     """
     problems = []
-    phases = {p.name for p in scenario.pg.phases}
+    phases = {p.name for p in scenario.phases}
     known = set(figure_names(scenario)) if known is None else known
     for metric in gate.metrics():
         if metric.build not in scenario.builds:

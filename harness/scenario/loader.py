@@ -59,18 +59,30 @@ def load_scenario_text(
 
 
 def _in_file(done: Validated[Scenario], path: YamlPath) -> tuple[YamlPath, ...]:
-    """A model's path as the file's: ``pg.phases`` are sorted by start, the file's are not, so
-    a phase's index is found by its name; then the path itself, then its parent."""
-    if path[:2] == ("pg", "phases") and len(path) > 2:
-        name = done.model.pg.phases[int(path[2])].name
+    """A model's path as the file's: a dependency's phases (``pg.phases``,
+    ``dependencies.<name>.phases``) are sorted by start, the file's are not, so a phase's
+    index is found by its name; then the path itself, then its parent."""
+    at = _phases_at(path)
+    if at is not None:
+        model = done.model.pg if at == ("pg",) else done.model.dependencies[str(at[1])]
+        name = model.phases[int(path[len(at) + 1])].name
         i = 0
-        while ("pg", "phases", i) in done.index:
-            node = done.index.get(("pg", "phases", i, "name"))
+        while (*at, "phases", i) in done.index:
+            node = done.index.get((*at, "phases", i, "name"))
             if node is not None and getattr(node, "value", None) == name:
-                path = ("pg", "phases", i, *path[3:])
+                path = (*at, "phases", i, *path[len(at) + 2 :])
                 break
             i += 1
     return (path, path[:-1])
+
+
+def _phases_at(path: YamlPath) -> YamlPath | None:
+    """The dependency whose phase ``path`` is in (``("pg",)``, ``("dependencies", name)``)."""
+    if path[:2] == ("pg", "phases") and len(path) > 2:
+        return path[:1]
+    if path[:1] == ("dependencies",) and path[2:3] == ("phases",) and len(path) > 3:
+        return path[:2]
+    return None
 
 
 def _gate_problems(done: Validated[Scenario], file: str) -> list[Problem]:

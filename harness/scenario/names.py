@@ -46,9 +46,10 @@ def name_problems(scenario: Scenario) -> list[tuple[YamlPath, str]]:
                 found.append(((section, name), _collision(what, name, reserved)))
             elif not _WORD.fullmatch(name):
                 found.append(((section, name), _unwritable(what, name)))
-    for i, phase in enumerate(scenario.pg.phases):
-        if not _NAME.fullmatch(phase.name):
-            found.append((("pg", "phases", i, "name"), _unwritable("phase", phase.name)))
+    for dep in scenario.played():
+        for i, phase in enumerate(dep.phases):
+            if not _NAME.fullmatch(phase.name):
+                found.append(((*dep.at, "phases", i, "name"), _unwritable("phase", phase.name)))
     return found
 
 

@@ -1,7 +1,7 @@
 """Placeholders in a build's command and environment, and the types that check them.
 
 A command's arguments and environment values (and a container's) may use
-``{port}``, ``{metrics_port}``, ``{pg_url}``, ``{run_dir}`` and ``{build}``;
+``{port}``, ``{metrics_port}``, ``{pg_url}``, ``{dep.NAME.url}``, ``{run_dir}`` and ``{build}``;
 they are filled when the build starts (``fill``), from loopback ports the
 harness picked. ``{{`` and ``}}`` are literal braces. An unknown name, or a
 placeholder in an environment variable's name, is a validation error with its
@@ -19,7 +19,11 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator
 
 PLACEHOLDERS = ("build", "metrics_port", "pg_url", "port", "run_dir")
-"""Names a command or container may use as ``{name}``."""
+"""Names a command or container may use as ``{name}``; and ``{dep.NAME.url}``, a named
+dependency's URL (``DEPENDENCY_URL``: its name is checked against the scenario's)."""
+
+DEPENDENCY_URL = re.compile(r"^dep\.([a-z][a-z0-9_-]{0,39})\.url$")
+"""``{dep.NAME.url}``: where the build finds the dependency ``dependencies.NAME``."""
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
@@ -62,9 +66,13 @@ def no_nul(text: str) -> str:
 
 
 def _known_placeholders(text: str) -> str:
-    unknown = [name for name in placeholders_in(text) if name not in PLACEHOLDERS]
+    unknown = [
+        name
+        for name in placeholders_in(text)
+        if name not in PLACEHOLDERS and not DEPENDENCY_URL.match(name)
+    ]
     if unknown:
-        known = ", ".join("{" + n + "}" for n in PLACEHOLDERS)
+        known = ", ".join("{" + n + "}" for n in (*PLACEHOLDERS, "dep.NAME.url"))
         raise ValueError(
             f"unknown placeholder {{{unknown[0]}}}; known: {known} "
             "(write {{ and }} for literal braces)"

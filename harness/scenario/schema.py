@@ -58,7 +58,18 @@ from harness.scenario.bounds import (
 )
 from harness.scenario.builds import Build
 from harness.scenario.client_retry import ClientRetry
-from harness.scenario.faults import PgSchedule
+from harness.scenario.dependencies import (
+    MAX_DEPENDENCIES,
+    PG,
+    Dependency,
+    Played,
+    check_dependency_name,
+    overlap_problems,
+    route_problems,
+    timeline,
+)
+from harness.scenario.faults import PgSchedule, Phase
+from harness.scenario.placeholders import DEPENDENCY_URL, placeholders_in
 from harness.scenario.recovery import RecoverySettings, recovery_problems
 from harness.scenario.requests import Method, RequestShape, shape_problems
 from harness.scenario.sweep import Sweep
@@ -297,6 +308,12 @@ class Scenario(StrictModel):
     )
     traffic: dict[str, Endpoint] = Field(min_length=1, max_length=MAX_ENDPOINTS)
     pg: PgSchedule = Field(default_factory=PgSchedule)
+    dependencies: dict[str, Dependency] = Field(
+        default_factory=dict,
+        max_length=MAX_DEPENDENCIES,
+        description="named dependencies the harness plays: stubs, or real upstreams forwarded "
+        "with faults (harness/scenario/dependencies.py)",
+    )
     builds: dict[str, Build] = Field(min_length=1, max_length=MAX_BUILDS)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     recovery: RecoverySettings | None = Field(None, description="the recovered/stuck verdict")
@@ -321,6 +338,33 @@ class Scenario(StrictModel):
         for name in value:
             check_name(name, dots=False)
         return value
+
+    @field_validator("dependencies")
+    @classmethod
+    def _dependency_names(cls, value: dict[str, Dependency]) -> dict[str, Dependency]:
+        for name in value:
+            check_dependency_name(name)
+        return value
+
+    @property
+    def has_pg(self) -> bool:
+        """Whether the run plays the payment gateway: a scenario that names its dependencies
+        plays ``pg`` only if it gives ``pg:`` too."""
+        return not self.dependencies or "pg" in self.model_fields_set
+
+    def played(self) -> list[Played]:
+        """Every dependency the run plays, ``pg`` first, then the named ones in file order."""
+        named = [Played(n, d, d.api) for n, d in self.dependencies.items()]
+        return ([Played(PG, self.pg, "pg")] if self.has_pg else []) + named
+
+    @property
+    def phases(self) -> list[Phase]:
+        """The run's time line: every dependency's phases, by start (they never overlap)."""
+        return timeline(self.played())
+
+    def phase_dependency(self, phase: str) -> str | None:
+        """The dependency a phase breaks (None: no such phase)."""
+        return next((d.name for d in self.played() for p in d.phases if p.name == phase), None)
 
     def rate_profile(self, endpoint: str) -> RateProfile:
         """The endpoint's offered rate over the load, in measured-window time."""
@@ -348,18 +392,24 @@ class Scenario(StrictModel):
         load against one machine): (YAML path, message) of each, said at the field's own
         line by the loader. A phase's path is its index in ``pg.phases``, by start."""
         found = self._stage_problems() + self._measure_problems() + self._retry_problems()
-        found += self.pg.brownout_problems()
-        for i, phase in enumerate(self.pg.phases):
-            if phase.end > self.duration + 1e-9:
-                found.append(
-                    (
-                        ("pg", "phases", i, "duration"),
-                        f"phase {phase.name!r} ends at {phase.end:g}s, after the run's "
-                        f"duration {self.duration:g}s",
+        played = self.played()
+        for dep in played:
+            found += dep.schedule.brownout_problems(dep.at)
+            for i, phase in enumerate(dep.phases):
+                if phase.end > self.duration + 1e-9:
+                    found.append(
+                        (
+                            (*dep.at, "phases", i, "duration"),
+                            f"phase {phase.name!r} ends at {phase.end:g}s, after the run's "
+                            f"duration {self.duration:g}s",
+                        )
                     )
-                )
+        found += overlap_problems(played)
+        for name, named in self.dependencies.items():
+            found += route_problems(name, named)
+        found += self._dependency_url_problems()
         found += self._cap_problems()
-        found += recovery_problems(self.recovery, self.pg.phases, self.duration)
+        found += recovery_problems(self.recovery, self.phases, self.duration)
         if not found:  # the load over a time line that holds together
             found += [(("traffic",), m) for m in self._load_problems()]
         found += [
@@ -369,18 +419,50 @@ class Scenario(StrictModel):
         ]
         return found
 
+    def _dependency_url_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """``{dep.NAME.url}`` naming no dependency, and a dependency no build points at."""
+        found: list[tuple[tuple[str | int, ...], str]] = []
+        named: set[str] = set()
+        for build, spec in self.builds.items():
+            for text in _texts(spec.model_dump()):
+                for placeholder in placeholders_in(text):
+                    m = DEPENDENCY_URL.match(placeholder)
+                    if m is None:
+                        continue
+                    named.add(m.group(1))
+                    if m.group(1) not in self.dependencies:
+                        known = ", ".join(self.dependencies) or "none declared"
+                        found.append(
+                            (
+                                ("builds", build),
+                                f"{{{placeholder}}} names no dependency (dependencies: {known})",
+                            )
+                        )
+        fixed = any(not b.cappable for b in self.builds.values())  # a url build: its own config
+        for name, dep in self.dependencies.items():
+            if name not in named and not (fixed and dep.port is not None):
+                found.append(
+                    (
+                        ("dependencies", name),
+                        f"no build points at dependency {name!r}: give a build its URL as "
+                        f'"{{dep.{name}.url}}" (in command, env or config), or drop it',
+                    )
+                )
+        return found
+
     def _cap_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """A phase's target caps on builds the harness does not run (a ``url`` build)."""
         uncapped = [name for name, b in self.builds.items() if not b.cappable]
         return [
             (
-                ("pg", "phases", i, "target"),
+                (*dep.at, "phases", i, "target"),
                 f"phase {phase.name!r} caps the target ({phase.target.label}), but the "
                 f"harness does not run build(s) {', '.join(uncapped)} (a url build is a "
                 "service already running), so it cannot cap them; run it as a command, "
                 "jar or docker build, or drop target: from the phase",
             )
-            for i, phase in enumerate(self.pg.phases)
+            for dep in self.played()
+            for i, phase in enumerate(dep.phases)
             if phase.target is not None and uncapped
         ]
 
@@ -465,10 +547,21 @@ class Scenario(StrictModel):
     def fault_window(self) -> tuple[float, float] | None:
         """Start and end (measured-time seconds) of the span covered by non-healthy phases
         (a phase that caps the target is not healthy, whatever its gateway does)."""
-        faulty = [p for p in self.pg.phases if p.fault.type != "healthy" or p.target is not None]
+        faulty = [p for p in self.phases if p.fault.type != "healthy" or p.target is not None]
         if not faulty:
             return None
         return min(p.start for p in faulty), max(p.end for p in faulty)
+
+
+def _texts(value: Any) -> list[str]:
+    """Every text in a dumped model (where a build may use a placeholder)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in (*_texts(k), *_texts(v))]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _texts(v)]
+    return []
 
 
 class LoadedScenario(BaseModel):

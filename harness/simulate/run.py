@@ -156,6 +156,10 @@ def not_modelled_in(scenario: Scenario) -> list[str]:
         for name, endpoint in scenario.traffic.items()
         if endpoint.retry is not None
     ]
+    problems += [
+        f"dependencies.{name} (the model plays the payment gateway only)"
+        for name in scenario.dependencies
+    ]
     if scenario.pg.capacity is not None:
         problems.append("pg.capacity (a gateway with finite capacity, its queue and brownouts)")
     problems += [

@@ -95,6 +95,8 @@ def _ledger(failing: bool) -> pd.DataFrame:
             "duration_s": 0.01,
             "client_gone": out,
             "path": "/v1/approve",
+            "method": "POST",
+            "route": "",
             "queue_s": 0.0,
             "service_s": np.nan,
             "abandoned": False,

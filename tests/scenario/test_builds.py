@@ -93,7 +93,7 @@ def test_placeholder_misuse_is_located() -> None:
     )
     assert problems == [
         "s.yaml:7:28: builds.c.command.2: unknown placeholder {prot}; known: {build}, "
-        "{metrics_port}, {pg_url}, {port}, {run_dir} (write {{ and }} for literal braces) "
+        "{metrics_port}, {pg_url}, {port}, {run_dir}, {dep.NAME.url} (write {{ and }} for literal braces) "
         "(got '{prot}')",
         "s.yaml:9:17: builds.c.env.{port}: environment variable name '{port}' uses a "
         "placeholder; placeholders are filled in values, not in names",

@@ -30,7 +30,7 @@ from harness.scenario.schema import Scenario
 
 def capped_phases(scenario: Scenario) -> list[Phase]:
     """The phases that cap the target, by start."""
-    return [phase for phase in scenario.pg.phases if phase.target is not None]
+    return [phase for phase in scenario.phases if phase.target is not None]
 
 
 def preflight_caps(scenario: Scenario, targets: Iterable[Target]) -> Hierarchy | None:

@@ -1,0 +1,184 @@
+"""A named dependency's own API: what it answers when no fault decides otherwise.
+
+``pg`` answers its two routes itself (``harness.gateway.server``). A named
+dependency (``dependencies.<name>``) answers every path through one of these:
+
+- ``StubApi``: the routes of ``harness.stubs`` (a scenario's ``routes:``, a WireMock
+  mappings folder); a call no route matches is answered as WireMock answers it,
+  and its ledger row says ``unmatched``;
+- ``ForwardApi``: the real upstream's own answer, passed on.
+
+Either way the phase's faults come first: a fault that answers (an error, a
+hang, a reset) answers instead, and a latency fault delays the usual answer.
+Each call's fate goes by its key: the ``call-key`` header when the scenario
+names one, else the method, path, query and body, so every build meets the
+same failures for the same calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import aiohttp
+from aiohttp import web
+
+from harness.core.fate import fate
+from harness.stubs.model import StubAnswer, StubRequest, Stubs, unmatched_answer
+
+UNMATCHED = "unmatched"
+"""The ledger's route for a call no stub matched."""
+FORWARDED = "forward"
+"""The ledger's route for a call passed on to the real upstream."""
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "host",
+    }
+)
+"""Headers that belong to one connection (RFC 9110 7.6.1), never passed on; and the length
+and host, which the next hop sets itself."""
+
+
+@dataclass(frozen=True)
+class Usual:
+    """The answer a dependency gives a call when no fault decides otherwise."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    delay_s: float = 0.0
+    """The dependency's own delay (a stub's ``delay``, WireMock's ``fixedDelayMilliseconds``)."""
+    fault: str | None = None
+    """The dependency's own broken answer (a WireMock ``fault``): reset, empty, garbage,
+    truncated."""
+
+
+@dataclass(frozen=True)
+class Routed:
+    """What a dependency knows of a call before any fault is decided."""
+
+    key: str
+    route: str
+    usual: Callable[[], Awaitable[Usual]]
+
+
+class DependencyApi(Protocol):
+    """A named dependency's API (see the module's docstring)."""
+
+    def route(self, request: web.Request, body: bytes) -> Routed: ...
+
+    async def close(self) -> None: ...
+
+
+def call_key(request: web.Request, body: bytes, header: str | None) -> str:
+    """The call's name for its fate and attempt count."""
+    if header is not None and (given := request.headers.get(header)):
+        return given
+    digest = hashlib.sha256()
+    for part in (request.method, request.path_qs):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(body)
+    return f"{request.method} {request.path} #{digest.hexdigest()[:16]}"
+
+
+def stub_request(request: web.Request, body: bytes) -> StubRequest:
+    query: dict[str, list[str]] = {}
+    for name, value in request.query.items():
+        query.setdefault(name, []).append(value)
+    return StubRequest(
+        method=request.method,
+        path=request.raw_path.split("?", 1)[0],
+        query=query,
+        headers=request.headers,
+        body=body,
+        raw_query=request.rel_url.raw_query_string,
+    )
+
+
+def _usual(answer: StubAnswer) -> Usual:
+    return Usual(answer.status, answer.headers, answer.body, answer.delay_s, answer.fault)
+
+
+class StubApi:
+    """Answers as the stubs say; a call no stub matches, as WireMock does."""
+
+    def __init__(self, stubs: Stubs, seed: int, key_header: str | None) -> None:
+        self.stubs, self.seed, self.key_header = stubs, seed, key_header
+
+    def route(self, request: web.Request, body: bytes) -> Routed:
+        key = call_key(request, body, self.key_header)
+        asked = stub_request(request, body)
+        matched = self.stubs.match(asked)
+        if matched is None:
+            answer = unmatched_answer(asked)
+
+            async def unmatched() -> Usual:
+                return _usual(answer)
+
+            return Routed(key, UNMATCHED, unmatched)
+        rng = random.Random(fate(self.seed, key, 0, "stub"))
+
+        async def render() -> Usual:
+            return _usual(matched.render(asked, rng, datetime.now(UTC)))
+
+        return Routed(key, matched.route_id, render)
+
+    async def close(self) -> None:
+        return None
+
+
+class ForwardApi:
+    """Passes each call on to the real upstream and its answer back (502 if it cannot)."""
+
+    def __init__(self, upstream: str, key_header: str | None, timeout_s: float) -> None:
+        self.upstream, self.key_header = upstream, key_header
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=0, force_close=False)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, auto_decompress=False
+            )
+        return self._session
+
+    def route(self, request: web.Request, body: bytes) -> Routed:
+        key = call_key(request, body, self.key_header)
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+        url = self.upstream + request.path_qs
+        method = request.method
+
+        async def forward() -> Usual:
+            try:
+                async with self._client().request(
+                    method, url, headers=headers, data=body, allow_redirects=False
+                ) as answer:
+                    payload = await answer.read()
+                    kept = tuple(
+                        (k, v) for k, v in answer.headers.items() if k.lower() not in HOP_BY_HOP
+                    )
+                    return Usual(answer.status, kept, payload)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                why = f"the upstream {self.upstream} did not answer: {type(exc).__name__} {exc}"
+                return Usual(502, (("Content-Type", "text/plain"),), why.encode())
+
+        return Routed(key, FORWARDED, forward)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
