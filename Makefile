@@ -3,7 +3,7 @@
 #   make test   installs .venv with the dev tools, runs ruff, mypy, the import contracts and
 #               the tests: the unit tests in parallel while what the integration tests use
 #               is installed beside them (Debian packages as root, the Docker base image,
-#               npm packages, the spring-shop jar), then the integration tests in four lanes
+#               npm packages, the spring-shop jar, the WireMock jar), then the integration tests in four lanes
 #               (tests/lanes.py)
 # and for the edit loop:
 #   make check  ruff, mypy, the import contracts and the unit tests in parallel (no
@@ -15,7 +15,7 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test check lint full seeds clean node-deps system-deps durations
+.PHONY: demo test check lint full seeds clean node-deps system-deps durations wiremock-jar
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -64,7 +64,7 @@ INTEGRATION_JOBS ?= 4
 # What only the integration half needs is made beside the unit half (SETUP in the script).
 test: lint
 	PYTEST=$(BIN)/pytest JOBS=$(JOBS) INTEGRATION_JOBS=$(INTEGRATION_JOBS) \
-	  SETUP="$(MAKE) --no-print-directory system-deps node-deps spring-jar" \
+	  SETUP="$(MAKE) --no-print-directory system-deps node-deps spring-jar wiremock-jar" \
 	  bash .ci/pytest-halves.sh all
 
 check: lint
@@ -72,7 +72,7 @@ check: lint
 
 # tests/durations.json anew: each integration module's seconds in a full run of the
 # integration half, which the lanes read to start the longest modules first.
-durations: $(VENV)/.dev-installed system-deps node-deps spring-jar
+durations: $(VENV)/.dev-installed system-deps node-deps spring-jar wiremock-jar
 	$(BIN)/pytest -q -p xdist -n $(INTEGRATION_JOBS) --lanes -m integration --store-durations tests/durations.json
 
 # Debian packages and a local Docker Engine for the integration tests (see the script).
@@ -100,6 +100,19 @@ spring-jar:
 $(SPRING_JAR): targets/spring-shop/pom.xml $(shell find targets/spring-shop/src -type f 2>/dev/null)
 	cd targets/spring-shop && mvn -q -B package -DskipTests
 	touch $@
+
+# WireMock's standalone jar, which tests/stubs/test_integration_wiremock.py answers the same
+# requests with as harness.stubs (a differential test): fetched once from Maven Central (kept in
+# ~/.m2 too), again only when the version changes; skipped (that test skips, saying so)
+# without java or mvn.
+WIREMOCK_VERSION := 3.13.2
+WIREMOCK_JAR := build/wiremock/wiremock-standalone-$(WIREMOCK_VERSION).jar
+wiremock-jar:
+	@if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then $(MAKE) --no-print-directory $(WIREMOCK_JAR); \
+	else echo "wiremock-jar: java or mvn not found; the WireMock differential test will skip"; fi
+
+$(WIREMOCK_JAR):
+	mvn -q -B dependency:copy -Dartifact=org.wiremock:wiremock-standalone:$(WIREMOCK_VERSION) -DoutputDirectory=$(dir $@)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -9,7 +9,7 @@
 #                15 slowest listed. They start real processes and wait on the clock far more
 #                than they use the CPU (a short before/after run: ~55 s, ~8 s of CPU)
 # SETUP, when set, is a command making what only the integration half needs (`make test`:
-# the Debian packages, the Docker base image, the npm packages, the spring-shop jar). It
+# the Debian packages, the Docker base image, the npm packages, the spring-shop and WireMock jars). It
 # runs beside the unit half, which needs none of it (on a fresh machine it is minutes of
 # downloads and builds), its output kept in a file and shown once it ends; the integration
 # half starts when it has ended, and not at all when it failed.

@@ -39,6 +39,7 @@ HEAVY = (
     "tests/seeds/test_seed_004.py",
     "tests/tune/test_integration_tune.py",
     "tests/gateway/test_integration_capacity.py",
+    "tests/stubs/test_integration_wiremock.py",
 )
 """Modules (or folders, ending in ``/``) that need the CPU at their own moments: a JVM
 starting, a Docker image building (the caps module's Docker test, left out at first, read
