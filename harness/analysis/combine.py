@@ -49,6 +49,10 @@ def _flat_window(figures: BuildFigures | WindowFigures, suffix: str, flat: Flat)
         for key, value in values.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 flat[f"{section}.{key}{suffix}"] = float(value)
+    for dep, stats in (sections.get("dependencies") or {}).items():  # type: ignore[attr-defined]
+        for stat, value in stats.items():  # a named dependency's: dependencies.visits.calls
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                flat[f"dependencies.{dep}.{stat}{suffix}"] = float(value)
     for series, stats in (sections.get("series") or {}).items():  # type: ignore[attr-defined]
         for stat, value in stats.items():  # the catalogue's series: series.db_pending.max_fault
             if isinstance(value, int | float) and not isinstance(value, bool):

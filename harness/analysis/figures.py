@@ -35,6 +35,11 @@ from harness.analysis.cuts import (
     replica_reader,
 )
 from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
+from harness.analysis.dependencies import (
+    dependency_figures,
+    dependency_window,
+    unmatched_warning,
+)
 from harness.analysis.gateway_check import silent_gateway
 from harness.analysis.idle import build_idle_warnings
 from harness.analysis.in_flight import InFlight
@@ -98,6 +103,8 @@ class BuildSeries:
         self.missing = target.missing
         self.warnings = target.warnings
         """Canonical series that never appeared -> why (``series.map_canonical``)."""
+        self.dependencies = build.dependencies
+        """Each named dependency's ledger (``analysis.dependencies``), by name."""
         self.series = target.series
         """The target's canonical series; a replicated build's summed over its replicas."""
         self.replicas = target.replicas
@@ -187,6 +194,11 @@ class BuildSeries:
         if "series" in cuts:  # the catalogue's own series (a DB pool's) that were exposed
             window["series"] = cuts["series"]
         return window
+        if self.dependencies:
+            window["dependencies"] = {
+                name: dependency_window(ledger, self.samples, start, end)
+                for name, ledger in self.dependencies.items()
+            }
 
     def in_flight_window(self, start: float, end: float) -> WindowInFlight:
         """Requests open at once at the service over [start, end): the most, the median."""
@@ -395,6 +407,12 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["replicas"] = replica_figures(data, build.payments)
     if unreached:  # only when a recovery never came inside the window
         figures["not_reached"] = unreached
+    if build.dependencies:  # each named dependency's own ledger
+        fault_s = (data.t0 + fault_window[0], data.t0 + fault_window[1])
+        figures["dependencies"] = {
+            name: dependency_figures(ledger, data.samples, (data.t0, end), fault_s)
+            for name, ledger in build.dependencies.items()
+        }
     kept = build.info.get("pg_calls")  # the ledger's rows; absent: it was not kept
     silent = (
         None
@@ -421,6 +439,9 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["warnings"] = warnings
     phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.phases}
     spans = {"whole": windows.whole, "fault": windows.fault}
+    for name in figures.get("dependencies", {}):  # a path nobody stubbed: said first
+        said = unmatched_warning(name, figures["dependencies"])
+        warnings += [said] if said is not None else []
     back = timeline.get("endpoints_recover_s")
     service = {}  # the service's recovery not measured (not unreached): which endpoint's it lacks
     unknown = timeline.get("service_recover_s") is None and _SERVICE_RECOVERY not in unreached

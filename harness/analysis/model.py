@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, cast
 
+from harness.analysis.dependencies import DependencyFigures, DependencyWindow
 from harness.core.conforms import conforms, departures
 from harness.core.errors import InputError
 from harness.results.manifest import AbortRecord
@@ -128,6 +129,8 @@ class WindowFigures(TypedDict):
     breaker: WindowBreaker
     pg: WindowPg
     series: NotRequired[SeriesFigures]
+    dependencies: NotRequired[dict[str, DependencyWindow]]
+    """Each named dependency's figures (``analysis.dependencies``), when the scenario has some."""
 
 
 class WorkerFigures(TypedDict):
@@ -323,6 +326,8 @@ class BuildFigures(TypedDict):
     """Only when the build ran in a container whose stats were scraped (``docker``)."""
     series: NotRequired[SeriesFigures]
     """Over the fault window (``_fault``), the measured window (``total``) or the run."""
+    dependencies: NotRequired[dict[str, DependencyFigures]]
+    """Each named dependency's figures from its own ledger (``analysis.dependencies``)."""
     replicas: NotRequired[dict[str, ReplicaFigures]]
     """Only for a build with ``replicas: N`` (N > 1): each replica's figures by its index
     (``"0"``, ``"1"``, ...). The build's own figures are read across them: busy and max

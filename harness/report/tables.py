@@ -97,6 +97,16 @@ def headline_rows(report: Report) -> list[list[str]]:
         ]
         label = _windowed(figure.label, figure.window, whole, fault)
         row(label, figure.key, figure.unit, say=say)
+    named = sorted({d for b in builds for d in report["builds"][b].get("dependencies", {})})
+    for dep in named:  # each named dependency, from its own ledger (analysis.dependencies)
+        key = f"dependencies.{dep}"
+        row(f"{dep} calls received ({whole})", f"{key}.calls")
+        row(f"{dep} calls received ({fault})", f"{key}.calls_fault")
+        row(f"{dep} calls per request ({whole})", f"{key}.per_request")
+        row(f"{dep} calls per request ({fault})", f"{key}.per_request_fault")
+        row(f"{dep} errors returned ({fault})", f"{key}.errors_fault")
+        row(f"{dep} unmatched calls ({whole})", f"{key}.unmatched")
+        row(f"{dep} time held p99 ({fault})", f"{key}.held_p99_s_fault", "s")
     if any("resources" in report["builds"][b] for b in builds):  # docker builds: the cost
         row(f"container CPU % mean ({whole})", "resources.cpu_pct_mean", "%", digits=1)
         row(f"container CPU % max ({whole})", "resources.cpu_pct_max", "%", digits=1)
