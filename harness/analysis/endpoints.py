@@ -12,10 +12,10 @@ A request the generator dropped (``max-in-flight``: the endpoint's cap of open
 requests was full when it was due) was never sent: it counts in ``dropped``
 and in nothing else, as k6 counts a dropped iteration apart from its requests.
 
-Service kept (seed 004) is read from the samples alone: ``kept_pct`` is the
-share of requests answered 2xx, fresh or from a cache, ``cached_pct`` the share
-the target marked as answered from its cache (``X-Outcome: cached``, recorded
-as the sample's ``outcome``).
+What each answer was is its sample's class (``harness.analysis.answers``, from the
+endpoint's ``outcomes``): ``success_pct`` is the share of requests served (2xx/3xx, not a
+fallback or degraded answer); service kept (seed 004), ``kept_pct``, the share served 2xx,
+fresh or from a cache; ``cached_pct`` the share its outcomes class as ``cached``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from harness.analysis.answers import cached as cached_answers
+from harness.analysis.answers import kept, served
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.model import EndpointFigures, EndpointInfo, Percentiles
 from harness.load.plan import DROPPED
@@ -32,9 +34,6 @@ from harness.scenario.schema import Scenario
 EPS_S = 1e-5
 """Intended starts are stored to the microsecond: the tolerance of a window's edges."""
 QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
-CACHED_OUTCOME = "cached"
-"""The ``X-Outcome`` a target sends with an answer served from its cache (the shop's
-product-detail reads do)."""
 
 
 def measured(samples: pd.DataFrame, t0: float, duration_s: float) -> pd.DataFrame:
@@ -57,10 +56,10 @@ def endpoint_stats(
     n = len(window)
     latency = (window["end"] - window["intended_start"]).dropna()
     service = (window["end"] - window["actual_start"]).dropna()
-    ok = window["status"].between(200, 399)
-    answered = window["status"].between(200, 299)
-    cached = answered & (window["outcome"] == CACHED_OUTCOME)
-    failed = window.loc[~ok]
+    ok = served(window)
+    answered = kept(window)
+    cached = cached_answers(window)
+    failed = window.loc[~window["status"].between(200, 399)]
     errors = failed["outcome"].where(failed["outcome"] != "", failed["error"])
     lateness = window["actual_start"] - window["intended_start"]
     span = max(end - start, 1e-9)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from harness.analysis import validity
 from harness.analysis.aborted import covered_until, cut_aborted, measured_until
+from harness.analysis.answers import served, stood_in
 from harness.analysis.combine import combine_repetitions, compare
 from harness.analysis.combine import round_figure as _round
 from harness.analysis.cuts import (
@@ -261,14 +262,16 @@ class BuildSeries:
         return samples[(start >= fault_end) & (start < horizon)]
 
     def _time_to_recover(self, fault_end: float) -> float | None:
-        """Seconds from the fault's end until gateway requests succeed >= 95% over 5 s."""
+        """Seconds from the fault's end until gateway requests are served (``answers.served``:
+        2xx/3xx, not a fallback or degraded answer) >= 95% over 5 s."""
         s = self._after_fault(self._gateway_samples(), fault_end)
-        return _first_good_span(s, s["status"].between(200, 399), fault_end)
+        return _first_good_span(s, served(s), fault_end)
 
     def _endpoint_recovery(self, name: str, fault_start: float, fault_end: float) -> float | None:
         """Seconds from the fault's end until ``name`` is its healthy self again: >= 95 % of
-        its requests over 5 s answered (2xx/3xx) within twice its healthy p99 (at least
-        that + 10 ms, for scheduling jitter).
+        its requests over 5 s served (2xx/3xx, not a fallback or degraded answer:
+        ``answers.served``) within twice its healthy p99 (at least that + 10 ms, for
+        scheduling jitter).
 
         Healthy p99: its answered requests before the fault began. Unlike
         ``time_to_recover`` (answers only), this sees a queue that still holds requests
@@ -277,7 +280,7 @@ class BuildSeries:
         """
         samples = self.samples[self.samples["endpoint"] == name]
         latency = samples["end"] - samples["intended_start"]
-        ok = samples["status"].between(200, 399)
+        ok = served(samples)
         start = samples["intended_start"]
         healthy = latency[ok & (start >= self.t0 - EPS_S) & (start < fault_start)].dropna()
         if healthy.empty:
@@ -285,13 +288,14 @@ class BuildSeries:
         p99 = float(np.percentile(healthy.to_numpy(), 99))
         limit = max(2 * p99, p99 + 0.010)
         after = self._after_fault(samples, fault_end)
-        good = after["status"].between(200, 399) & (
+        good = served(after) & (
             (after["end"] - after["intended_start"]) <= limit
         )
         return _first_good_span(after, good, fault_end)
 
     def _blocked_pct_healthy(self) -> float | None:
-        """Share of gateway requests refused by the breaker while the gateway was healthy."""
+        """Share of gateway requests not answered by the service's own path while the gateway
+        was healthy: refused, or answered by a fallback or degraded (``answers.stood_in``)."""
         s = self._gateway_samples()
         t = s["intended_start"] - self.t0
         healthy = (t >= -EPS_S) & (t < self.scenario.duration - EPS_S)
@@ -301,7 +305,7 @@ class BuildSeries:
         n = int(healthy.sum())
         if not n:
             return None
-        return _round(100.0 * float((s.loc[healthy, "outcome"] == "not_permitted").sum()) / n, 2)
+        return _round(100.0 * float(stood_in(s.loc[healthy]).sum()) / n, 2)
 
 
 _RECOVERY = GATED[f"{ENDPOINT}.time_to_recover"].key

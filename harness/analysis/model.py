@@ -57,8 +57,8 @@ class EndpointFigures(TypedDict):
     kept_pct: NotRequired[float | None]
     """Service kept (seed 004): % of requests answered 2xx, fresh or from a cache."""
     cached_pct: NotRequired[float | None]
-    """% of requests answered from the target's cache (it said ``X-Outcome: cached``).
-    Both are absent in reports written before them."""
+    """% of requests its outcomes class as answered from a cache (``cached``:
+    ``harness.scenario.outcomes``). Both are absent in reports written before them."""
     errors: dict[str, float]
     """Outcome (or error) of failed requests -> count."""
     latency_s: Percentiles

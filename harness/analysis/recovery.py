@@ -1,6 +1,7 @@
 """The recovered/stuck verdict (a scenario's ``recovery:``): did goodput come back by itself?
 
-Goodput is requests answered 2xx/3xx, counted in the second each was due (its first
+Goodput is requests served (2xx/3xx, not a fallback or degraded answer: ``answers.served``),
+counted in the second each was due (its first
 attempt's intended start); the offered load is the first attempts due that second, sent or
 dropped (the scenario's open-model arrivals, so a Poisson second of 15 owes 15, not the mean
 rate). With client retries (``attempt`` and ``request`` columns) a request counts once, by
@@ -23,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from harness.analysis.answers import served
 from harness.analysis.model import Timeline
 from harness.load.plan import DROPPED
 from harness.results.attempts import requests_of
@@ -77,7 +79,7 @@ def per_second(
     retries = own[own["attempt"] >= 2] if "attempt" in own.columns else own.iloc[:0]
     retries = retries[retries["error"] != DROPPED]
     due = requests["intended_start"].to_numpy(dtype=float)
-    ok = requests["status"].between(200, 399).to_numpy()
+    ok = served(requests).to_numpy()
 
     def binned(times: npt.NDArray[np.float64]) -> Array:
         k = np.floor(times - t0 - start)

@@ -176,6 +176,7 @@ class OpenModelUser(User):
                     kind.method,
                     ep.timeout_s,
                     kind.body,
+                    outcomes=ep.outcomes,
                     headers=kind.fixed_headers,
                     varying=kind.varying,
                     body_varies=kind.body_render is not None,
@@ -304,15 +305,18 @@ def _send(
     retry_after: float | None = None
     failure = ""
     try:
-        status, outcome, retry_after = endpoint.request(built.path, built.headers, built.body)
+        status, outcome, retry_after, kind = endpoint.request(built.path, built.headers, built.body)
         error = f"HTTP{status}" if status >= 400 else ""
     except Exception as exc:  # refused, reset, timed out, a broken answer: the row says which
         status, outcome, error, failure = 0, "", type(exc).__name__, failure_of(exc)
+        kind = "failure"
     end = time.time()
     recorder.finished(
         name,
         index,
-        sample_row(name, index, intended, actual, end, status, error, outcome, attempt, request),
+        sample_row(
+            name, index, intended, actual, end, status, error, outcome, attempt, request, kind
+        ),
     )
     return status, failure, retry_after, end
 

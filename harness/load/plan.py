@@ -35,12 +35,13 @@ from pydantic import BaseModel
 from harness.core.handoff import Handoff
 from harness.core.rates import RateProfile
 from harness.scenario.client_retry import ClientRetry
+from harness.scenario.outcomes import Outcomes, endpoint_outcomes
 from harness.scenario.requests import RequestShape, read_data
 
 if TYPE_CHECKING:  # the load generator reads plans (a retry model in them), never a scenario
     from harness.scenario.schema import Scenario
 
-PROTOCOL = 6
+PROTOCOL = 7
 """Version of what the load generator is handed: ``plan.json`` (its ``schema`` says it) and the
 messages between a Locust master and its workers (``harness.load.master``), which carry the
 same plan. One number for both: a plan a worker gets by message is the file's payload."""
@@ -56,9 +57,14 @@ SAMPLE_COLUMNS = (
     "outcome",
     "attempt",
     "request",
+    "class",
 )
 """Columns of ``samples.csv``: one row per attempt; times are Unix seconds. ``attempt`` is 1
-for a request's first attempt; ``request`` is the ``index`` of its first attempt."""
+for a request's first attempt; ``request`` is the ``index`` of its first attempt. ``outcome``
+is the answer's own name for itself (its ``outcomes.label`` header; empty without one),
+``class`` what the answer was by the endpoint's outcomes (``harness.scenario.outcomes``:
+``success``, ``refused``, ``fallback``...; empty for a dropped arrival)."""
+CLASS = "class"
 DROPPED = "Dropped"
 """The ``error`` of a row whose request was never sent: its endpoint's ``max_in_flight``
 requests were all open when it was due (k6's dropped iteration). Its ``end`` is empty."""
@@ -120,6 +126,9 @@ class EndpointPlan:
     """The data file's columns (``shape.data``), read by the orchestrator."""
     rows: tuple[tuple[str, ...], ...] = ()
     """The data file's rows, carried in the plan so a worker on another machine has them."""
+    outcomes: Outcomes | None = None
+    """How its answers are classed, resolved (the scenario's own model: every class spelt
+    out); None: the ``default`` preset's."""
 
     def in_flight_limit(self, worker: int, workers: int) -> int | None:
         """Worker ``worker``'s share of ``max_in_flight``, split as the requests are: the
@@ -188,6 +197,9 @@ class LoadPlan:
                     "shape": None
                     if ep.get("shape") is None
                     else RequestShape.model_validate(ep["shape"]),
+                    "outcomes": None
+                    if ep.get("outcomes") is None
+                    else Outcomes.model_validate(ep["outcomes"]),
                     "columns": tuple(ep.get("columns", ())),
                     "rows": tuple(tuple(r) for r in ep.get("rows", ())),
                 }
@@ -361,5 +373,6 @@ def endpoint_plans(scenario: Scenario, scenario_dir: Path | None = None) -> dict
             shape=shape,
             columns=columns,
             rows=rows,
+            outcomes=endpoint_outcomes(scenario, n),
         )
     return endpoints

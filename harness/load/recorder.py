@@ -47,10 +47,11 @@ def atomic_json(path: str, data: dict[str, Any]) -> None:
 
 def sample_row(
     name: str, index: int, intended: float, actual: float, end: float | None, status: int,
-    error: str, outcome: str, attempt: int = 1, request: int | None = None,
+    error: str, outcome: str, attempt: int = 1, request: int | None = None, kind: str = "",
 ) -> Row:  # fmt: skip
     """One ``samples.csv`` row (``SAMPLE_COLUMNS``) as its CSV line; times to the microsecond.
-    ``request`` is the index of the request's first attempt (``index`` itself by default).
+    ``request`` is the index of the request's first attempt (``index`` itself by default);
+    ``kind`` the answer's class (``harness.scenario.outcomes``; ``""``: never sent).
 
     The line ``csv.writer`` would write, made by one f-string: formatting rows as
     they finish, rather than in ``csv.writer.writerows`` at each flush, keeps the
@@ -59,14 +60,14 @@ def sample_row(
     request = index if request is None else request
     line = (
         f"{name},{index},{intended:.6f},{actual:.6f},{'' if end is None else f'{end:.6f}'},"
-        f"{status},{error},{outcome},{attempt},{request}\r\n"
+        f"{status},{error},{outcome},{attempt},{request},{kind}\r\n"
     )
-    if line.count(",") == 9 and '"' not in line and line.find("\r") == len(line) - 2:
+    if line.count(",") == 10 and '"' not in line and line.find("\r") == len(line) - 2:
         return line  # no field holds a comma, a quote or a line break: nothing to quote
     out = io.StringIO()
     csv.writer(out).writerow(
         (name, index, f"{intended:.6f}", f"{actual:.6f}", "" if end is None else f"{end:.6f}",
-         status, error, outcome, attempt, request)
+         status, error, outcome, attempt, request, kind)
     )  # fmt: skip
     return out.getvalue()
 
@@ -133,9 +134,10 @@ class Recorder:
     def abandon_active(self) -> None:
         """Record requests still unanswered when the drain bound ran out: never drop one."""
         for (name, index), (intended, actual, attempt, request) in self.active.items():
+            error, kind = "Unfinished", "failure"
             self.pending.append(
                 sample_row(
-                    name, index, intended, actual, None, 0, "Unfinished", "", attempt, request
+                    name, index, intended, actual, None, 0, error, "", attempt, request, kind
                 )
             )
         self.active.clear()

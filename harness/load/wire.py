@@ -23,6 +23,9 @@ does what a planned request needs and nothing else:
   interim answers are skipped; HEAD, 204 and 304 have none;
 - the whole exchange (connect, send, answer) is bounded by the endpoint's
   timeout, raised as ``TimeoutError``;
+- each answer is classed where it is read (``harness.scenario.outcomes``: refused,
+  fallback, degraded...) from its status, its headers and, only when a rule of the
+  endpoint reads it, its body (kept up to ``MAX_BODY_BYTES``), so no body is ever stored;
 - no cookies, no redirects followed (a 3xx is the answer), no compression
   asked for; TLS without certificate checks, as Locust's default.
 """
@@ -44,6 +47,8 @@ from urllib.parse import quote, urlsplit
 import gevent
 from gevent import socket as gsocket
 from gevent import ssl as gssl
+
+from harness.scenario.outcomes import MAX_BODY_BYTES, Classifier, Outcomes
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 MAX_HEAD = 64 * 1024
@@ -74,10 +79,13 @@ class BadResponse(ValueError):
 class Answer(NamedTuple):
     status: int
     outcome: str
-    """The outcome header's value (``X-Outcome``), ``""`` when absent."""
+    """The answer's own name for itself: its ``outcomes.label`` header's value; ``""`` when
+    the endpoint names no label header or the answer lacks it."""
     retry_after_s: float | None = None
     """A 429 or 503 answer's ``Retry-After`` in seconds (delta-seconds or an HTTP date);
     None when absent, unreadable, or another status (read only for those two)."""
+    kind: str = "success"
+    """Its class by the endpoint's outcomes (``harness.scenario.outcomes.CLASSES``)."""
 
 
 class Endpoint:
@@ -89,7 +97,7 @@ class Endpoint:
         method: str,
         timeout_s: float,
         body: Any = None,
-        outcome_header: str = "X-Outcome",
+        outcomes: Outcomes | None = None,
         headers: Mapping[str, str] | None = None,
         varying: Collection[str] = (),
         body_varies: bool = False,
@@ -97,7 +105,8 @@ class Endpoint:
         """``body``: JSON sent with every request, unless ``body_varies`` (a JSON body given
         to each ``request``); ``headers``: sent with every request; ``varying``: names of
         headers each ``request`` gives. Either replaces the client's own header of that name
-        (User-Agent, Content-Type, Accept)."""
+        (User-Agent, Content-Type, Accept). ``outcomes``: how its answers are classed
+        (resolved; None: the ``default`` preset's)."""
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{base_url!r}: expected an http:// or https:// URL with a host")
@@ -141,7 +150,7 @@ class Endpoint:
         if self.body or self.method in ("POST", "PUT", "PATCH"):
             self.length = f"Content-Length: {len(self.body)}\r\n"
         self.fixed = fixed
-        self.outcome_key = b"\r\n" + outcome_header.lower().encode("ascii") + b":"
+        self.classifier = Classifier((outcomes or Outcomes()).resolved())
         self.hub = gevent.get_hub()
         self.idle: list[_Plain | _Tls] = []
         self.opened = 0
@@ -183,7 +192,7 @@ class Endpoint:
                     conn.sendall(data)
                 except (ConnectionResetError, BrokenPipeError) as exc:
                     raise NoAnswer(str(exc)) from None
-                status, outcome, keep, retry_after = self._read(conn)
+                status, outcome, keep, retry_after, kind = self._read(conn)
             except NoAnswer:  # before any byte of the answer: maybe a connection gone stale
                 conn.close()
                 if reused and self.retry:
@@ -198,7 +207,7 @@ class Endpoint:
                 self.idle.append(conn)
             else:
                 conn.close()
-            return Answer(status, outcome, retry_after)
+            return Answer(status, outcome, retry_after, kind)
 
     def _connection(self) -> tuple[_Plain | _Tls, bool]:
         """An idle connection that is still open, else a new one; and whether it is reused."""
@@ -237,9 +246,9 @@ class Endpoint:
 
     # ------------------------------------------------------------ the answer
 
-    def _read(self, sock: _Plain | _Tls) -> tuple[int, str, bool, float | None]:
-        """Read one answer off ``sock``: (status, outcome header, connection reusable,
-        Retry-After of a 429/503)."""
+    def _read(self, sock: _Plain | _Tls) -> tuple[int, str, bool, float | None, str]:
+        """Read one answer off ``sock``: (status, label header, connection reusable,
+        Retry-After of a 429/503, class)."""
         try:
             buf = sock.recv_first()
         except (ConnectionResetError, BrokenPipeError) as exc:
@@ -273,32 +282,56 @@ class Endpoint:
         connection = _field(lower, lower, b"\r\nconnection:")
         # HTTP/1.0 closes unless it says keep-alive; 1.1 keeps it unless it says close.
         keep = b"keep-alive" in connection if head[7:8] == b"0" else b"close" not in connection
-        outcome = _field(head, lower, self.outcome_key).decode("latin-1")
+        classifier = self.classifier
+        outcome = classifier.label(head, lower)
         retry_after = (
             retry_after_s(_field(lower, lower, b"\r\nretry-after:"))
             if status in (429, 503)
             else None
         )
         if self.bodyless or status in (204, 304) or status == 101:
-            return status, outcome, keep and status != 101 and not rest, retry_after
+            kind = classifier.classify(status, head, lower, b"")
+            return status, outcome, keep and status != 101 and not rest, retry_after, kind
+        body: bytearray | None = bytearray() if classifier.reads_body else None
         if b"chunked" in _field(lower, lower, b"\r\ntransfer-encoding:"):
-            rest = _skip_chunked(sock, rest)
+            rest = _skip_chunked(sock, rest, body)
         else:
             length = _field(lower, lower, b"\r\ncontent-length:")
             if not length:  # the body runs until the server closes
-                while sock.recv():
-                    pass
-                return status, outcome, False, retry_after
+                if body is not None:
+                    _keep(body, rest)
+                while more := sock.recv():
+                    if body is not None:
+                        _keep(body, more)
+                kind = classifier.classify(status, head, lower, _kept(body))
+                return status, outcome, False, retry_after, kind
             if not length.isdigit():
                 raise BadResponse(f"Content-Length {length!r}")
             left = int(length) - len(rest)
+            if body is not None:
+                _keep(body, rest if left >= 0 else rest[: int(length)])
             rest = b"" if left >= 0 else b"?"
             while left > 0:
                 more = sock.recv(min(left, _RECV))
                 if not more:
                     raise ConnectionClosed("closed in the middle of an answer's body")
                 left -= len(more)
-        return status, outcome, keep and not rest, retry_after
+                if body is not None:
+                    _keep(body, more)
+        kind = classifier.classify(status, head, lower, _kept(body))
+        return status, outcome, keep and not rest, retry_after, kind
+
+
+def _keep(body: bytearray, data: bytes) -> None:
+    """Keep a body's bytes for its rules, up to one byte past ``MAX_BODY_BYTES`` (then it is
+    too long to be read: its body conditions do not hold)."""
+    room = MAX_BODY_BYTES + 1 - len(body)
+    if room > 0:
+        body += data[:room]
+
+
+def _kept(body: bytearray | None) -> bytes | None:
+    return None if body is None else bytes(body)
 
 
 class _Plain:
@@ -440,8 +473,9 @@ def _field(head: bytes, lower: bytes, key: bytes) -> bytes:
     return head[i : lower.find(b"\r\n", i)].strip()
 
 
-def _skip_chunked(sock: _Plain | _Tls, buf: bytes) -> bytes:
-    """Read a chunked body (and its trailers) past; what follows it (nothing, normally)."""
+def _skip_chunked(sock: _Plain | _Tls, buf: bytes, body: bytearray | None = None) -> bytes:
+    """Read a chunked body (and its trailers) past, its data into ``body`` when given; what
+    follows it (nothing, normally)."""
     while True:
         i = buf.find(b"\r\n")
         while i < 0:
@@ -464,8 +498,12 @@ def _skip_chunked(sock: _Plain | _Tls, buf: bytes) -> bytes:
                     return buf
         need = size + 2  # the chunk and its CRLF
         while len(buf) < need:
+            if body is not None:
+                _keep(body, buf[: max(0, need - 2)])
             need -= len(buf)
             buf = _more(sock, b"")
+        if body is not None:
+            _keep(body, buf[: max(0, need - 2)])
         buf = buf[need:]
 
 

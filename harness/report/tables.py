@@ -217,7 +217,7 @@ def repeat_note(report: Report) -> list[str]:
 
 
 def error_text(errors: Mapping[str, float | None]) -> str:
-    """A build's errors by kind, each a whole count: ``timeout: 352, not_permitted: 451``."""
+    """A build's errors by kind, each a whole count: ``timeout: 352, HTTP503: 451``."""
     return ", ".join(f"{k}: {count(v)}" for k, v in errors.items()) or "-"
 
 

@@ -22,8 +22,9 @@ ATTEMPT_DTYPES = {"attempt": "int64", "request": "int64"}
 """The columns a run written before client retries lacks (``with_attempts`` adds them)."""
 ATTEMPTS = "attempts"
 """A column of ``requests_of``'s frame when some request was retried: the attempts it sent."""
-_FINAL = ("end", "status", "error", "outcome")
-"""What a request takes from its final attempt; the rest is its first attempt's."""
+_FINAL = ("end", "status", "error", "outcome", "class")
+"""What a request takes from its final attempt (``class`` when the samples have it); the
+rest is its first attempt's."""
 
 
 def with_attempts(samples: pd.DataFrame) -> pd.DataFrame:
@@ -58,7 +59,7 @@ def requests_of(samples: pd.DataFrame) -> pd.DataFrame:
     groups = sent.groupby(["endpoint", "request"], sort=False)
     first, final = groups.head(1), groups.tail(1)
     out = first.copy()
-    for col in _FINAL:
+    for col in (c for c in _FINAL if c in samples.columns):
         out[col] = pd.Series(final[col].to_numpy(), index=out.index, dtype=samples[col].dtype)
     out[ATTEMPTS] = groups.size().to_numpy().astype("int64")
     return out.sort_values("intended_start", kind="stable", ignore_index=True)

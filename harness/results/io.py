@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from harness.core.errors import RunError
+from harness.load.plan import CLASS
 from harness.results.attempts import ATTEMPT_DTYPES, with_attempts
 from harness.results.livecsv import read_live_csv
 from harness.results.manifest import HostInfo, ManifestRecord
@@ -47,7 +48,9 @@ SAMPLE_DTYPES = {
     "outcome": "string",
 }
 """``samples.parquet``'s columns every run has; it also has ``ATTEMPT_DTYPES`` (one row per
-attempt: ``harness.results.attempts``), which runs before client retries lack."""
+attempt: ``harness.results.attempts``), which runs before client retries lack, and ``class``
+(the answer's class: ``harness.scenario.outcomes``), which runs before it lack (the
+analysis then reads it from ``status`` and ``outcome``: ``harness.analysis.answers``)."""
 LEDGER_DTYPES = {
     "arrival": "float64",
     "key": "string",
@@ -401,6 +404,8 @@ def samples_from_csv(csv_path: Path) -> pd.DataFrame:
     frame = with_attempts(frame.dropna(subset=whole + [c for c in ATTEMPT_DTYPES if c in frame]))
     for col in ("endpoint", "error", "outcome"):
         frame[col] = frame[col].fillna("")
+    if CLASS in frame.columns:  # written since answers are classed: "" for a dropped arrival
+        frame[CLASS] = frame[CLASS].fillna("").astype("string")
     return frame.astype({**SAMPLE_DTYPES, **ATTEMPT_DTYPES})
 
 

@@ -30,6 +30,7 @@ from harness.load.plan import (
 )
 from harness.run.loadgen import locust_argv, read_progress
 from harness.scenario.client_retry import ClientRetry
+from harness.scenario.outcomes import Outcomes
 from tests.conftest import ROOT
 from tests.load.locust_process import go_when_ready, start_locust
 from tests.load.test_plan import _plan
@@ -37,6 +38,8 @@ from tests.load.test_plan import _plan
 pytestmark = pytest.mark.integration
 
 SERVER = Path(__file__).with_name("scripted_server.py")
+LABELLED = Outcomes(label="X-Outcome").resolved()
+"""Any service's classes, each answer named by the scripted server's ``X-Outcome``."""
 
 
 def _run_plan(tmp_path: Path, endpoints: dict[str, EndpointPlan], duration_s: float) -> LoadPlan:
@@ -81,9 +84,15 @@ def test_every_planned_request_is_sent_and_recorded_once_with_its_fate(tmp_path:
     plan = _run_plan(
         tmp_path,
         {
-            "read": EndpointPlan("GET", "/cl", 50.0, 5.0),
+            "read": EndpointPlan("GET", "/cl", 50.0, 5.0, outcomes=LABELLED),
             "pay": EndpointPlan(
-                "POST", "/status/503", 20.0, 5.0, body={"amount": 7}, idempotency_key=True
+                "POST",
+                "/status/503",
+                20.0,
+                5.0,
+                body={"amount": 7},
+                idempotency_key=True,
+                outcomes=LABELLED,
             ),
             "slow": EndpointPlan("GET", "/hang", 5.0, 0.3),
             "stuck": EndpointPlan("GET", "/hang", 5.0, 30.0),
@@ -97,12 +106,14 @@ def test_every_planned_request_is_sent_and_recorded_once_with_its_fate(tmp_path:
     assert len(keys) == len(set(keys)), "a request was recorded twice"
     planned = {(n, i) for n in plan.endpoints for i in range(plan.planned_count(n))}
     assert set(keys) == planned
-    fates = Counter((r["endpoint"], r["status"], r["error"], r["outcome"]) for r in rows)
+    fates = Counter(
+        (r["endpoint"], r["status"], r["error"], r["outcome"], r["class"]) for r in rows
+    )
     assert fates == {
-        ("read", "200", "", "cl"): 100,
-        ("pay", "503", "HTTP503", "scripted"): 40,
-        ("slow", "0", "TimeoutError", ""): 10,
-        ("stuck", "0", "Unfinished", ""): 10,
+        ("read", "200", "", "cl", "success"): 100,
+        ("pay", "503", "HTTP503", "scripted", "refused"): 40,
+        ("slow", "0", "TimeoutError", "", "failure"): 10,
+        ("stuck", "0", "Unfinished", "", "failure"): 10,
     }
     for r in rows:
         assert float(r["actual_start"]) >= float(r["intended_start"])

@@ -26,13 +26,13 @@ def test_a_row_is_the_line_csv_writer_would_write(
 ) -> None:
     out = io.StringIO()
     fields = ("" if end is None else f"{end:.6f}", status, error, outcome)
-    csv.writer(out).writerow((name, 7, "1.000001", "1.250000", *fields, 1, 7))
-    line = sample_row(name, 7, 1.0000013, 1.25, end, status, error, outcome)
+    csv.writer(out).writerow((name, 7, "1.000001", "1.250000", *fields, 1, 7, "refused"))
+    line = sample_row(name, 7, 1.0000013, 1.25, end, status, error, outcome, kind="refused")
     assert line == out.getvalue()
-    assert next(csv.reader(io.StringIO(line))) == [name, "7", "1.000001", "1.250000",
-                                                   *map(str, fields), "1", "7"]  # fmt: skip
+    read = next(csv.reader(io.StringIO(line)))
+    assert read == [name, "7", "1.000001", "1.250000", *map(str, fields), "1", "7", "refused"]
 
 
 def test_a_retry_row_names_its_attempt_and_its_request() -> None:
     line = sample_row("pay", 1007, 2.0, 2.1, 2.5, 200, "", "", attempt=2, request=7)
-    assert next(csv.reader(io.StringIO(line)))[-2:] == ["2", "7"]
+    assert next(csv.reader(io.StringIO(line)))[-3:] == ["2", "7", ""]

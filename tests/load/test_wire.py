@@ -23,6 +23,7 @@ import gevent
 import pytest
 
 from harness.load.wire import Answer, BadResponse, Endpoint, NoAnswer
+from harness.scenario.outcomes import Outcomes
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +42,9 @@ class Scripted:
         self.endpoints: list[Endpoint] = []
 
     def endpoint(self, method: str, timeout_s: float = 5.0, **kw: Any) -> Endpoint:
-        """A client endpoint whose idle connections the fixture closes."""
+        """A client endpoint whose idle connections the fixture closes; the scripted server
+        names its answers in ``X-Outcome``, read as each answer's label."""
+        kw.setdefault("outcomes", Outcomes(label="X-Outcome"))
         ep = Endpoint(kw.pop("url", self.url), method, timeout_s, **kw)
         self.endpoints.append(ep)
         return ep
@@ -81,7 +84,7 @@ def test_every_framing_is_read_and_the_connection_kept(server: Scripted) -> None
     assert ep.request("/chunked") == Answer(200, "chunked")
     assert ep.request("/interim") == Answer(200, "")
     assert ep.request("/nocontent") == Answer(204, "")
-    assert ep.request("/status/503") == Answer(503, "scripted")
+    assert ep.request("/status/503") == Answer(503, "scripted", None, "refused")
     assert ep.request("/slow") == Answer(200, "")
     assert ep.request("/cl") == Answer(200, "cl")
     assert ep.opened == 1

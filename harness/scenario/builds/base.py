@@ -73,6 +73,11 @@ class BuildSettings(StrictModel):
     """How ``harness simulate`` models a build of this kind (``NONE``: refused); declared
     by every kind, no default."""
 
+    answers: ClassVar[str] = "default"
+    """The outcomes preset (``harness.scenario.outcomes.PRESETS``) a kind's service's answers
+    are read with when an endpoint names none and every build of the scenario agrees: any
+    service's (``default``), unless the kind is a reference target that says more."""
+
     def retries_its_calls(self) -> bool | None:
         """Whether the build's own settings make its service retry its calls to the
         gateway; None: they do not say (the service's own code or configuration does).

@@ -176,6 +176,8 @@ class ShopBuild(BuildSettings):
     kind: ClassVar[str] = "shop"
     recommendation: ClassVar[Recommendation] = Recommendation.SHOP_RESILIENCE4J
     simulator_model: ClassVar[SimulatorModel] = SimulatorModel.SHOP
+    answers: ClassVar[str] = "x-outcome"
+    """The shop names every answer in its ``X-Outcome`` header."""
     target: Literal["shop"] = Field("shop", description="the reference target in targets/shop")
     profile: Profile
     workers: int = Field(200, ge=1, le=2000, description="request threads (Tomcat max-threads)")
