@@ -58,7 +58,9 @@ traffic:
     body: {{amount: 15000}}
     idempotency-key: true
     calls-gateway: true
-  products: {{path: "/api/products/{{id}}", params: {{id: [1, 1000]}}, rate: 10, timeout: 10s}}
+    outcomes: x-outcome      # the spring shop names its answers in X-Outcome
+  products: {{path: "/api/products/{{id}}", params: {{id: [1, 1000]}}, rate: 10, timeout: 10s,
+              outcomes: x-outcome}}
 pg:
   phases:
     - {{name: baseline, start: 0s, duration: 5s, fault: {{type: healthy}}}}
