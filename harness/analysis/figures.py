@@ -19,7 +19,6 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
-
 from harness.analysis import validity
 from harness.analysis.aborted import covered_until, cut_aborted, measured_until
 from harness.analysis.answers import served, stood_in
@@ -35,12 +34,12 @@ from harness.analysis.cuts import (
     ordered,
     replica_reader,
 )
-from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
 from harness.analysis.dependencies import (
     dependency_figures,
     dependency_window,
     unmatched_warning,
 )
+from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
 from harness.analysis.gateway_check import silent_gateway
 from harness.analysis.idle import build_idle_warnings
 from harness.analysis.in_flight import InFlight

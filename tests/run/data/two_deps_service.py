@@ -6,6 +6,7 @@ fails (a fallback that answers 200), and asks owners for a path nobody stubbed
 environment (OWNERS_URL, VISITS_URL); it counts every call it makes in COUNTS_FILE, its
 own counters, rewritten after each request."""
 
+import contextlib
 import json
 import os
 import sys
@@ -14,7 +15,8 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-OWNERS, VISITS, COUNTS = os.environ["OWNERS_URL"], os.environ["VISITS_URL"], os.environ["COUNTS_FILE"]
+OWNERS, VISITS = os.environ["OWNERS_URL"], os.environ["VISITS_URL"]
+COUNTS = os.environ["COUNTS_FILE"]
 counts = {"owners": 0, "photo": 0, "visits": 0, "visits_failed": 0}
 lock = threading.Lock()
 
@@ -38,18 +40,17 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, {"ok": True})
         oid = self.path.rsplit("/", 1)[-1]
         count("owners")
-        owner = json.load(urllib.request.urlopen(f"{OWNERS}/api/owners/{oid}?expand=pets", timeout=2))
+        asked = f"{OWNERS}/api/owners/{oid}?expand=pets"
+        owner = json.load(urllib.request.urlopen(asked, timeout=2))
         count("photo")
-        try:
+        with contextlib.suppress(urllib.error.HTTPError):
             urllib.request.urlopen(f"{OWNERS}/api/owners/{oid}/photo", timeout=2)
-        except urllib.error.HTTPError:
-            pass
         count("visits")
         try:
-            asked = urllib.request.Request(
+            with_token = urllib.request.Request(
                 f"{VISITS}/visits?petId={oid}", headers={"Authorization": "Bearer t0k3n"}
             )
-            owner["visits"] = json.load(urllib.request.urlopen(asked, timeout=0.5))["items"]
+            owner["visits"] = json.load(urllib.request.urlopen(with_token, timeout=0.5))["items"]
         except Exception:
             count("visits_failed")
             owner["visits"] = []
