@@ -56,8 +56,9 @@ __all__ = [
 _EP = ENDPOINT
 _BUSY = "busy request threads"
 _OUTCOME = (
-    "% answered 2xx/3xx, the rest, requests per second achieved, requests intended, how late "
-    "the latest request was sent (s)"
+    "% served (answered 2xx/3xx, not a fallback or degraded answer by the endpoint's "
+    "`outcomes`), the rest, requests per second achieved, requests intended, how late the "
+    "latest request was sent (s)"
 )
 
 
@@ -126,12 +127,13 @@ FIGURES: tuple[Figure, ...] = (
     _endpoint(
         "kept_pct",
         "%",
-        "service kept (seed 004): % of requests answered 2xx, fresh or from a cache",
+        "service kept (seed 004): % of requests served 2xx (not a fallback or degraded answer), "
+        "fresh or from a cache",
     ),
     _endpoint(
         "cached_pct",
         "%",
-        "% of requests answered from the target's cache (the answer said `X-Outcome: cached`)",
+        "% of requests answered from a cache (classed `cached` by the endpoint's `outcomes`)",
     ),
     _endpoint("offered_rps", meaning="requests (first attempts) per second the scenario asks for"),
     _endpoint(
@@ -171,8 +173,9 @@ FIGURES: tuple[Figure, ...] = (
         gate=f"{_EP}.time_to_recover",
         unit="s",
         meaning="s from the last fault phase's end until the endpoint is its healthy self "
-        "again: >= 95% of its requests over 5 s answered (2xx/3xx) within twice its healthy "
-        "p99 (at least that + 10 ms), the healthy p99 taken before the first fault phase. "
+        "again: >= 95% of its requests over 5 s served (2xx/3xx, not a fallback or degraded "
+        "answer) within twice its healthy p99 (at least that + 10 ms), the healthy p99 taken "
+        "before the first fault phase. "
         "Sees a queue that drains for seconds after the gateway heals, which "
         "`gateway_time_to_recover` (answers only) does not; not measured without healthy "
         "time before the fault",
@@ -357,8 +360,8 @@ FIGURES: tuple[Figure, ...] = (
         unit="s",
         label="gateway calls answered again",
         meaning="s from the last fault phase's end until requests of the `calls-gateway` "
-        "endpoints succeed (2xx/3xx) >= 95% over 5 s: answers only, however late (a queue "
-        "still draining is not seen)",
+        "endpoints are served (2xx/3xx, not a fallback or degraded answer) >= 95% over 5 s: "
+        "answers only, however late (a queue still draining is not seen)",
     ),
     Figure(
         key="timeline.blocked_pct_healthy",
@@ -367,8 +370,9 @@ FIGURES: tuple[Figure, ...] = (
         window="run",
         gate="blocked_pct_healthy",
         unit="%",
-        meaning="% of gateway requests refused while the gateway was healthy (seed 004's false "
-        "opens, and the time it stays open after recovery)",
+        meaning="% of gateway requests refused, or answered by a fallback or degraded, while the "
+        "gateway was healthy (by the endpoints' `outcomes`: seed 004's false opens, and the time "
+        "the breaker stays open after recovery)",
     ),
     Figure(
         key="timeline.protected_p99_s",
