@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from harness.core.handoff import Handoff
 from harness.core.rates import RateProfile
 from harness.scenario.client_retry import ClientRetry
-from harness.scenario.outcomes import Outcomes, endpoint_outcomes
+from harness.scenario.outcomes import Outcomes
 from harness.scenario.requests import RequestShape, read_data
 
 if TYPE_CHECKING:  # the load generator reads plans (a retry model in them), never a scenario
@@ -335,6 +335,17 @@ def idempotency_key(seed: int, name: str, index: int) -> str:
     """The request's Idempotency-Key: every build, and every worker, sends the same one, so the
     gateway's seeded faults give every build the same fate for the same payment."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{seed}/{name}/{index}"))
+
+
+def endpoint_outcomes(scenario: Scenario, name: str) -> Outcomes:
+    """How endpoint ``name``'s answers are read, resolved: its own ``outcomes:``, else the
+    preset every build's kind declares for its service's answers (``answers``), else
+    ``default``."""
+    given = scenario.traffic[name].outcomes
+    if given is None:
+        kinds = {type(b).answers for b in scenario.builds.values()}
+        given = Outcomes(preset=kinds.pop() if len(kinds) == 1 else "default")
+    return given.resolved()
 
 
 def endpoint_plans(scenario: Scenario, scenario_dir: Path | None = None) -> dict[str, EndpointPlan]:

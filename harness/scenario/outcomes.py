@@ -30,7 +30,7 @@ its classes with its own rules:
 
 An endpoint that names no preset is read with the one its builds' kind declares
 (``BuildSettings.answers``: ``shop`` builds are the reference shop), when every build
-of the scenario declares the same, else with ``default``.
+of the scenario declares the same, else with ``default`` (``harness.load.plan.endpoint_outcomes``).
 
 Figures read the classes only (``harness.analysis.answers``). Samples written before
 the column are read with ``x-outcome`` from their ``status`` and ``outcome`` (the
@@ -42,17 +42,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from jsonpath_ng.exceptions import JSONPathError
 from jsonpath_ng.ext.parser import parse as parse_jsonpath
 from pydantic import Field, field_validator, model_validator
 
 from harness.core.yamlmodel import StrictModel
-
-if TYPE_CHECKING:
-    from harness.scenario.schema import Scenario
 
 AnswerClass = Literal["success", "cached", "fallback", "degraded", "refused", "failure"]
 CLASSES: tuple[AnswerClass, ...] = (
@@ -378,7 +375,7 @@ class Classifier:
             (
                 k,
                 r.ranges() if r.status is not None else None,
-                tuple(r.header or ()),
+                tuple(_header_test(h) for h in r.header or ()),
                 tuple((b, b.finder()) for b in r.body or ()),
             )
             for k in DECLARED
@@ -409,7 +406,7 @@ class Classifier:
         for name, ranges, headers, bodies in self.rules:
             if ranges is not None and not any(lo <= status <= hi for lo, hi in ranges):
                 continue
-            if headers and not all(h.holds(_header(head, lower, h.name)) for h in headers):
+            if headers and not _all_hold(headers, head, lower):
                 continue
             if bodies:
                 if document is _UNREAD:
@@ -433,11 +430,27 @@ def _json(body: bytes | None) -> Any:
         return _NOT_JSON
 
 
-def _header(head: bytes, lower: bytes, name: str) -> str | None:
-    key = b"\r\n" + name.lower().encode("ascii") + b":"
-    if lower.find(key) < 0:
-        return None
-    return _field(head, lower, key).decode("latin-1")
+def _all_hold(tests: tuple[Callable[[bytes, bytes], bool], ...], head: bytes, lower: bytes) -> bool:
+    for test in tests:  # noqa: SIM110 - a loop, not a generator, on each answer
+        if not test(head, lower):
+            return False
+    return True
+
+
+def _header_test(match: HeaderMatch) -> Callable[[bytes, bytes], bool]:
+    """``match`` as a test of a head's bytes, its key and value encoded once: an endpoint's
+    answers are each tested without touching the model."""
+    key = b"\r\n" + match.name.lower().encode("ascii") + b":"
+    if match.present is not None:
+        present = match.present
+        return lambda head, lower: (key in lower) == present
+    if match.equal is not None:
+        equal = match.equal.encode("latin-1", "replace")
+        return lambda head, lower: key in lower and _field(head, lower, key) == equal
+    pattern = re.compile(match.matches or "")
+    return lambda head, lower: (
+        key in lower and (pattern.search(_field(head, lower, key).decode("latin-1")) is not None)
+    )
 
 
 def _field(head: bytes, lower: bytes, key: bytes) -> bytes:
@@ -467,17 +480,6 @@ def recorded_class(status: int, outcome: str, error: str = "") -> str:
 
 
 _RECORDED = Classifier(PRESETS[RECORDED_PRESET])
-
-
-def endpoint_outcomes(scenario: Scenario, name: str) -> Outcomes:
-    """How endpoint ``name``'s answers are read, resolved: its own ``outcomes:``, else the
-    preset every build's kind declares for its service's answers (``answers``), else
-    ``default``."""
-    given = scenario.traffic[name].outcomes
-    if given is None:
-        kinds = {type(b).answers for b in scenario.builds.values()}
-        given = Outcomes(preset=kinds.pop() if len(kinds) == 1 else "default")
-    return given.resolved()
 
 
 def headers_of(mapping: Mapping[str, str]) -> tuple[bytes, bytes]:

@@ -19,11 +19,11 @@ import pandas as pd
 
 from harness.analysis.endpoints import endpoint_stats
 from harness.analysis.figures import build_figures
-from harness.load.plan import CLASS
+from harness.load.plan import CLASS, endpoint_outcomes
 from harness.results.io import LEDGER_DTYPES, METRICS_COLUMNS, empty_frame
 from harness.results.model import BuildResult
 from harness.scenario.loader import load_scenario_text
-from harness.scenario.outcomes import endpoint_outcomes, headers_of
+from harness.scenario.outcomes import headers_of
 from harness.scenario.schema import Scenario
 from tests.analysis.frames import sample_frame
 from tests.conftest import ROOT
