@@ -23,6 +23,7 @@ from harness.core.serving import serve_until_signalled
 from harness.gateway.admin import Admin
 from harness.gateway.connection import AppRunner
 from harness.gateway.decide import APPROVE_PATH, CATALOGUE_ROUTE
+from harness.gateway.dependency import MAX_BODY_BYTES
 from harness.gateway.listener import MainListener, steer
 from harness.gateway.server import Gateway
 
@@ -36,7 +37,9 @@ def main_app(gateway: Gateway, control: bool = False) -> web.Application:
     control listener, its main one serves nothing else (the service may call a path
     of its own named ``/health`` or ``/metrics``)."""
     if gateway.api is not None:
-        app = web.Application() if control else Admin(gateway).routes(web.Application())
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        if not control:
+            app = Admin(gateway).routes(app)
         app.router.add_route("*", "/{tail:.*}", gateway.dependency)
         return app
     app = Admin(gateway).routes(web.Application())

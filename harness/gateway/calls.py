@@ -11,14 +11,17 @@ import asyncio
 import json
 import uuid
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
 
 from harness.gateway.attempts import MAX_KEY_CHARS
 from harness.gateway.decide import Action, catalogue_product, garbage
-from harness.gateway.dependency import Routed
+from harness.gateway.dependency import Routed, Usual
 from harness.gateway.queueing import Ticket
+
+_KNOWN = frozenset(s.value for s in HTTPStatus)
 
 
 @dataclass(eq=False)
@@ -84,9 +87,10 @@ def usual_payload(call: InFlight, body: Any) -> bytes:
 
 
 def malformed(
-    request: web.Request, call: InFlight, seed: int, payload: bytes
+    request: web.Request, call: InFlight, seed: int, payload: bytes, usual: Usual | None = None
 ) -> web.StreamResponse:
-    """Bytes HTTP cannot parse (nothing, garbage, or a body cut short), then close."""
+    """Bytes HTTP cannot parse (nothing, garbage, or a body cut short), then close. A named
+    dependency's body is cut short under its own status and headers (``usual``)."""
     transport = request.transport
     call.outcome = "malformed"
     call.dropped = True
@@ -95,23 +99,35 @@ def malformed(
     if call.action.malformed == "garbage":
         transport.write(garbage(seed, call.key, call.attempt))
     elif call.action.malformed == "truncated":
-        head = (
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
-            f"Content-Length: {len(payload)}\r\n\r\n"
-        ).encode()
+        if usual is None:
+            status, fields = 200, [("Content-Type", "application/json; charset=utf-8")]
+        else:
+            status, fields = usual.status, list(usual.headers)
+        reason = HTTPStatus(status).phrase if status in _KNOWN else ""
+        lines = [f"HTTP/1.1 {status} {reason}"] + [f"{k}: {v}" for k, v in fields]
+        lines.append(f"Content-Length: {len(payload)}")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
         transport.write(head + payload[: len(payload) // 2])
     transport.close()  # FIN once written; nothing more will follow
     return web.Response()  # never sent: the connection is closed
 
 
-async def slow_body(request: web.Request, call: InFlight, payload: bytes) -> web.StreamResponse:
-    """Status and headers at once; the body in ``chunks`` pieces, the last at ``duration``."""
+async def slow_body(
+    request: web.Request, call: InFlight, payload: bytes, usual: Usual | None = None
+) -> web.StreamResponse:
+    """Status and headers at once; the body in ``chunks`` pieces, the last at ``duration``.
+    A named dependency's own answer (``usual``) keeps its status, headers and bytes."""
     action = call.action
-    payload += b" " * max(0, action.chunks - len(payload))  # JSON allows trailing spaces
+    if usual is None:
+        payload += b" " * max(0, action.chunks - len(payload))  # JSON allows trailing spaces
+        response = web.StreamResponse(status=200)
+        response.content_type = "application/json"
+    else:
+        response = web.StreamResponse(status=usual.status)
+        for name, value in usual.headers:
+            response.headers.add(name, value)
     n = action.chunks
     bounds = [round(i * len(payload) / n) for i in range(n + 1)]
-    response = web.StreamResponse(status=200)
-    response.content_type = "application/json"
     response.content_length = len(payload)
     loop = asyncio.get_running_loop()
     try:
@@ -127,6 +143,6 @@ async def slow_body(request: web.Request, call: InFlight, payload: bytes) -> web
         call.client_gone = True
         call.outcome = "client_gone"
         return response
-    call.status = 200
-    call.outcome = "200"
+    call.status = response.status
+    call.outcome = str(response.status)
     return response

@@ -26,6 +26,8 @@ from typing import Protocol
 
 import aiohttp
 from aiohttp import web
+from multidict import CIMultiDictProxy
+from yarl import URL
 
 from harness.core.fate import fate
 from harness.stubs.model import StubAnswer, StubRequest, Stubs, unmatched_answer
@@ -35,13 +37,19 @@ UNMATCHED = "unmatched"
 FORWARDED = "forward"
 """The ledger's route for a call passed on to the real upstream."""
 
+MAX_BODY_BYTES = 256 << 20
+"""The largest request body a named dependency takes (aiohttp's default is 1 MiB): a call's
+body is read whole, to route it and name its fate; a larger one is answered 413 and recorded."""
+
 HOP_BY_HOP = frozenset(
     {
         "connection",
         "keep-alive",
         "proxy-authenticate",
         "proxy-authorization",
+        "proxy-connection",
         "te",
+        "trailer",
         "trailers",
         "transfer-encoding",
         "upgrade",
@@ -50,7 +58,25 @@ HOP_BY_HOP = frozenset(
     }
 )
 """Headers that belong to one connection (RFC 9110 7.6.1), never passed on; and the length
-and host, which the next hop sets itself."""
+and host, which the next hop sets itself. So are the headers a ``Connection`` header names."""
+
+AUTO_HEADERS = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")
+"""Headers aiohttp's client adds when a request lacks them: a forwarded call must not gain
+them (the upstream sees the client's request, not aiohttp's)."""
+
+
+def passed_on(headers: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
+    """The headers the next hop gets: every one, in order and with every value, except the
+    hop-by-hop ones (``HOP_BY_HOP`` and those the ``Connection`` header names)."""
+    dropped = HOP_BY_HOP
+    if "Connection" in headers:
+        named = {
+            token.strip().lower()
+            for value in headers.getall("Connection")
+            for token in value.split(",")
+        }
+        dropped = HOP_BY_HOP | named
+    return [(k, v) for k, v in headers.items() if k.lower() not in dropped]
 
 
 @dataclass(frozen=True)
@@ -65,6 +91,8 @@ class Usual:
     fault: str | None = None
     """The dependency's own broken answer (a WireMock ``fault``): reset, empty, garbage,
     truncated."""
+    length: int | None = None
+    """The ``Content-Length`` a bodiless answer announces (the upstream's answer to a HEAD)."""
 
 
 @dataclass(frozen=True)
@@ -153,26 +181,40 @@ class ForwardApi:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=0, force_close=False)
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, auto_decompress=False
+                connector=connector,
+                timeout=self._timeout,
+                auto_decompress=False,  # the bytes as sent, with their Content-Encoding
+                cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies never reach another
             )
         return self._session
 
     def route(self, request: web.Request, body: bytes) -> Routed:
         key = call_key(request, body, self.key_header)
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-        url = self.upstream + request.path_qs
+        sent = request.headers
+        headers = passed_on(sent)
+        skip = [name for name in AUTO_HEADERS if name not in sent]
+        url = self.upstream + request.raw_path
         method = request.method
 
         async def forward() -> Usual:
             try:
                 async with self._client().request(
-                    method, url, headers=headers, data=body, allow_redirects=False
+                    method,
+                    URL(url, encoded=True),  # the path and query as sent, not re-encoded
+                    headers=headers,
+                    skip_auto_headers=skip,
+                    data=body or None,  # none: no Content-Type, no length a GET never had
+                    allow_redirects=False,
                 ) as answer:
                     payload = await answer.read()
-                    kept = tuple(
-                        (k, v) for k, v in answer.headers.items() if k.lower() not in HOP_BY_HOP
+                    kept = tuple(passed_on(answer.headers))
+                    length = answer.headers.get("Content-Length") if method == "HEAD" else None
+                    return Usual(
+                        answer.status,
+                        kept,
+                        payload,
+                        length=int(length) if length is not None and length.isdigit() else None,
                     )
-                    return Usual(answer.status, kept, payload)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 why = f"the upstream {self.upstream} did not answer: {type(exc).__name__} {exc}"
                 return Usual(502, (("Content-Type", "text/plain"),), why.encode())

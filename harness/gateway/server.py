@@ -62,7 +62,7 @@ from harness.gateway.decide import (
     refusing,
     sample_delay,
 )
-from harness.gateway.dependency import DependencyApi, Routed, Usual
+from harness.gateway.dependency import MAX_BODY_BYTES, DependencyApi, Routed, Usual
 from harness.gateway.ledger import Ledger
 from harness.gateway.overrides import FAULT_HEADER, OverrideError, load_json, parse_override
 from harness.gateway.queueing import Capacity, Ticket
@@ -215,7 +215,15 @@ class Gateway:
         unless the phase's faults answer first."""
         assert self.api is not None
         arrival, started = time.time(), time.monotonic()
-        body = await request.read()
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:  # over MAX_BODY_BYTES: refused, and recorded
+            key = f"{request.method} {request.path} #too-large"
+            routed = Routed(key, "invalid-request", _never)
+            why = f"the request body is over {MAX_BODY_BYTES:,} bytes"
+            return await self._handle(
+                request, key, too_long=why, routed=routed, at=(arrival, started), refused=413
+            )
         routed = self.api.route(request, body)
         return await self._handle(request, routed.key, routed=routed, at=(arrival, started))
 
@@ -227,6 +235,7 @@ class Gateway:
         too_long: str | None = None,
         routed: Routed | None = None,
         at: tuple[float, float] | None = None,
+        refused: int = 400,
     ) -> web.StreamResponse:
         arrival, started = at if at is not None else (time.time(), time.monotonic())
         t = None if self.t0 is None else arrival - self.t0
@@ -241,7 +250,7 @@ class Gateway:
         if not key:
             return await self._invalid(request, call, "Idempotency-Key header is required")
         if too_long is not None:
-            return await self._invalid(request, call, too_long)
+            return await self._invalid(request, call, too_long, refused)
         forced: list[Fault] | None = None
         header = request.headers.get(FAULT_HEADER)
         if header is not None:
@@ -383,7 +392,10 @@ class Gateway:
             wait = HANG_LIMIT_S if action.kind == "hang" else 0.0  # delays were served
         usual: Usual | None = None
         if call.routed is not None and _answers_usually(action):
-            usual = await call.routed.usual()  # the upstream's time counts as the call's
+            asked = time.monotonic()
+            usual = await call.routed.usual()
+            if wait > 0:  # a fault's delay comes on top of the upstream's own time
+                wait += time.monotonic() - asked
             wait += usual.delay_s
             if usual.fault is not None:  # the dependency's own broken answer (WireMock fault)
                 action = call.action = _own_fault(action, usual.fault)
@@ -398,6 +410,8 @@ class Gateway:
             response = web.Response(body=usual.body, status=usual.status)
             for name, value in usual.headers:
                 response.headers.add(name, value)
+            if usual.length is not None:  # a HEAD's answer: the length a GET would have
+                response.headers["Content-Length"] = str(usual.length)
         elif action.body is None:
             response = web.json_response(approved(call, body), status=action.status)
         elif isinstance(action.body, str):
@@ -424,13 +438,13 @@ class Gateway:
         return response
 
     async def _invalid(
-        self, request: web.Request, call: InFlight, message: str
+        self, request: web.Request, call: InFlight, message: str, status: int = 400
     ) -> web.StreamResponse:
         """A 400 for a call the gateway cannot process; its ledger row says invalid-request."""
         call.fault = "invalid-request"
         call.decision = "none"
         response = await self._send(
-            request, call, web.json_response({"error": message}, status=400)
+            request, call, web.json_response({"error": message}, status=status)
         )
         if call.attempt == 0:  # refused before it counted as an attempt: record it here
             self._finish(call)
@@ -462,6 +476,10 @@ class Gateway:
                 else (ticket.queue_s, ticket.service_s, call.abandoned, ticket.rejected is not None)
             )
         )
+
+
+async def _never() -> Usual:
+    raise AssertionError("a refused call has no usual answer")
 
 
 def _answers_usually(action: Action) -> bool:
@@ -519,7 +537,7 @@ class _Answer:
         return web.Response()  # never sent: the connection is gone
 
     async def malformed(self, action: Action) -> web.StreamResponse:
-        return malformed(self.request, self.call, self.server.seed, self._payload())
+        return malformed(self.request, self.call, self.server.seed, self._payload(), self.usual)
 
     async def slow_body(self, action: Action) -> web.StreamResponse:
-        return await slow_body(self.request, self.call, self._payload())
+        return await slow_body(self.request, self.call, self._payload(), self.usual)
