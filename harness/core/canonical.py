@@ -21,6 +21,9 @@ or the run as a whole (never cut by phase)."""
 
 ENDPOINT = "{endpoint}"
 """Stands for an endpoint's name in a figure's gate name and report key."""
+DEPENDENCY = "{dependency}"
+"""Stands for a named dependency's name in a figure's gate name and report key
+(``dependencies.{dependency}.calls``)."""
 NOT_EXPOSED = "not exposed"
 """A cell of an optional series a build's service never exposed."""
 
@@ -157,6 +160,11 @@ STATISTICS: tuple[Statistic, ...] = (
     Statistic("calls", "calls the gateway received in the window (its ledger, else its counter)"),
     Statistic("amplification", "gateway calls per request of the `calls-gateway` endpoints"),
     Statistic("gap", "the longest time between two scrapes of the target in the window (s)"),
+    Statistic("dependency_calls", "calls a named dependency received in the window (its ledger)"),
+    Statistic("per_request", "a named dependency's calls per request the load sent"),
+    Statistic("errors", "a named dependency's calls answered 5xx or not answered (status 0)"),
+    Statistic("unmatched", "a named dependency's calls no stub route matched"),
+    Statistic("held_p99", "the 99th percentile of how long a named dependency held a call (s)"),
 )
 """Every statistic a figure is read through: those a reducer reads from a series first,
 then those its source's code computes, in the order of the docs' table."""

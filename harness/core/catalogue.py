@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.core.canonical import (
+    DEPENDENCY,
     ENDPOINT,
     NOT_EXPOSED,
     SERIES,
@@ -37,6 +38,7 @@ from harness.core.canonical import (
 __all__ = [
     "CANONICAL_SERIES",
     "COUNTERS",
+    "DEPENDENCY",
     "ENDPOINT",
     "FIGURES",
     "GATED",
@@ -95,6 +97,29 @@ def _endpoint(
         meaning=meaning,
         complement=complement,
         absent=absent,
+    )
+
+
+_NO_DEPENDENCY = "the scenario names no such dependency (`dependencies:`)"
+
+
+def _dependency(field: str, stat: str, meaning: str, unit: Unit = "") -> tuple[Figure, ...]:
+    """A named dependency's figure from its ledger (``analysis.dependencies``): over the
+    measured window and each phase (gated), and over the fault window (``<field>_fault``)."""
+    where = f"dependencies.{DEPENDENCY}.{field}"
+    return (
+        Figure(
+            key=where,
+            source="dependency",
+            stat=stat,
+            window="whole",
+            gate=where,
+            phase_key=where,
+            unit=unit,
+            meaning=meaning,
+            absent=_NO_DEPENDENCY,
+        ),
+        Figure(key=f"{where}_fault", source="dependency", stat=stat, window="fault", unit=unit),
     )
 
 
@@ -436,6 +461,15 @@ FIGURES: tuple[Figure, ...] = (
         "when its loop is held",
         unit="s",
     ),
+    *_dependency("calls", "dependency_calls", "calls the dependency received (its ledger)"),
+    *_dependency(
+        "per_request",
+        "per_request",
+        "the dependency's calls per request the load sent (amplification: retries cost calls)",
+    ),
+    *_dependency("errors", "errors", "calls it answered 5xx or not at all (a hang, a reset)"),
+    *_dependency("unmatched", "unmatched", "calls no route of its stubs matched (404)"),
+    *_dependency("held_p99_s", "held_p99", "p99 of how long it held a call", unit="s"),
 )
 """Every figure, in the order of the headline table's rows and of the docs' tables."""
 
@@ -453,18 +487,24 @@ def endpoint_gate(name: str) -> str:
 
 
 def gated(name: str, endpoints: object = ()) -> tuple[Figure, str | None] | None:
-    """The figure a gate's name (without build and phase) reads, and its endpoint.
+    """The figure a gate's name (without build and phase) reads, and its endpoint (or its
+    dependency: ``dependencies.visits.errors`` reads ``dependencies.{dependency}.errors``
+    for ``visits``).
 
     An endpoint's figure (``products.p95``) is found when its first part is one of
     ``endpoints`` (a container of names); an endpoint's name wins over a figure's.
     """
+    parts = name.split(".")
+    if len(parts) == 3 and parts[0] == "dependencies":
+        figure = GATED.get(f"dependencies.{DEPENDENCY}.{parts[2]}")
+        return None if figure is None else (figure, parts[1])
     head = name.split(".", 1)[0]
     if head in endpoints:  # type: ignore[operator]
         figure = GATED.get(endpoint_gate(name))
         if figure is not None:
             return figure, head
     figure = GATED.get(name)
-    if figure is None or ENDPOINT in name:
+    if figure is None or ENDPOINT in name or DEPENDENCY in name:
         return None
     return figure, None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.core.canonical import STATISTICS
-from harness.core.catalogue import ENDPOINT, FIGURES, SERIES, Figure
+from harness.core.catalogue import DEPENDENCY, ENDPOINT, FIGURES, SERIES, Figure
 
 
 def _window_text(figure: Figure) -> str:
@@ -29,7 +29,7 @@ def gate_table(replicas: bool = False) -> str:
     for figure in FIGURES:
         if figure.gate is None or (replicas and figure.replica_key is None):
             continue
-        name = figure.gate.replace(ENDPOINT, "<endpoint>")
+        name = figure.gate.replace(ENDPOINT, "<endpoint>").replace(DEPENDENCY, "<dependency>")
         window = _window_text(figure)
         if rows and rows[-1][1:] == (figure.meaning, window):
             prefix = rows[-1][0][0].rsplit(".", 1)[0]

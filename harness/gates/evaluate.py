@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from harness.analysis.format import figure, number
 from harness.analysis.model import Report
-from harness.core.catalogue import ENDPOINT, Figure, Unit, gated, unit_of
+from harness.core.catalogue import DEPENDENCY, ENDPOINT, Figure, Unit, gated, unit_of
 from harness.gates.select import not_run
 from harness.scenario.gates import (
     REPLICA_AGGREGATES,
@@ -81,7 +81,7 @@ def _lookup(build: Mapping[str, Any], path: tuple[str, ...], phase: str | None) 
         if why is not None:
             raise _NotExposed(why)
     window = build["phases"][phase] if phase else build
-    where = key.replace(ENDPOINT, endpoint or "")
+    where = key.replace(ENDPOINT, endpoint or "").replace(DEPENDENCY, endpoint or "")
     value = _dig(window, where, figure)
     if value is None and not phase and where in (build.get("not_reached") or {}):
         raise _Bound(build["not_reached"][where])

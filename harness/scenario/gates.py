@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.core.catalogue import ENDPOINT, GATED, endpoint_gate, gated
+from harness.core.catalogue import DEPENDENCY, ENDPOINT, GATED, endpoint_gate, gated
 from harness.scenario.bounds import check_printable
 from harness.scenario.gate_tokens import MAX_GATE_CHARS as MAX_GATE_CHARS
 from harness.scenario.gate_tokens import MAX_GATE_DEPTH as MAX_GATE_DEPTH
@@ -339,7 +339,9 @@ def figure_names(scenario: Scenario) -> list[str]:
     catalogue's (``harness.core.catalogue.FIGURES``), each endpoint's spelled out."""
     endpoint = [g for g in GATED if g.startswith(ENDPOINT + ".")]
     names = [g.replace(ENDPOINT, ep) for ep in scenario.traffic for g in endpoint]
-    return names + [g for g in GATED if ENDPOINT not in g]
+    named = [g for g in GATED if DEPENDENCY in g]
+    names += [g.replace(DEPENDENCY, dep) for dep in scenario.dependencies for g in named]
+    return names + [g for g in GATED if ENDPOINT not in g and DEPENDENCY not in g]
 
 
 def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core.errors import Problem, ScenarioError
+from harness.core.errors import InputError, Problem, ScenarioError
 from harness.core.yamlmodel import (
     Validated,
     YamlPath,
@@ -28,6 +28,7 @@ from harness.scenario.gates import GateSyntaxError, check_gate, figure_names, pa
 from harness.scenario.names import name_problems
 from harness.scenario.requests import data_problems, environment_problems
 from harness.scenario.schema import LoadedScenario, Scenario
+from harness.stubs.wiremock import load_mappings
 
 
 def load_scenario_text(
@@ -43,6 +44,7 @@ def load_scenario_text(
     problems = done.problems + _gate_problems(done, file) + _build_problems(done, file, base_dir)
     if base_dir is not None:
         problems += _request_problems(done, file, base_dir)
+        problems += _mapping_problems(done, file, base_dir)
     problems += [  # fields against each other (the time line, the load), at the field's line
         problem_at(file, done.node(*paths), ".".join(str(p) for p in paths[0]), message)
         for path, message in done.model.cross_field_problems()
@@ -129,6 +131,21 @@ def _request_problems(done: Validated[Scenario], file: str, base_dir: Path) -> l
         ]:
             path = ("traffic", name, *at)
             found.append(problem_at(file, done.node(path), ".".join(map(str, path)), message))
+    return found
+
+
+def _mapping_problems(done: Validated[Scenario], file: str, base_dir: Path) -> list[Problem]:
+    """Each dependency's WireMock mappings folder read as the gateway will read it (from
+    ``base_dir``): what it refuses, with the mapping file and JSON pointer, at the key."""
+    found = []
+    for name, dep in done.model.dependencies.items():
+        if dep.mappings is None:
+            continue
+        try:
+            load_mappings(base_dir / dep.mappings)
+        except InputError as exc:
+            path = ("dependencies", name, "mappings")
+            found.append(problem_at(file, done.node(path), ".".join(path), str(exc)))
     return found
 
 

@@ -9,7 +9,16 @@ import pytest
 from harness.analysis.model import read_report
 from harness.analysis.presets import PRESETS
 from harness.core.canonical import STATISTICS_BY_NAME
-from harness.core.catalogue import ENDPOINT, FIGURES, GATED, SERIES, Figure, gated, unit_of
+from harness.core.catalogue import (
+    DEPENDENCY,
+    ENDPOINT,
+    FIGURES,
+    GATED,
+    SERIES,
+    Figure,
+    gated,
+    unit_of,
+)
 from harness.core.figure_docs import gate_table, sync_docs
 from harness.gates.evaluate import evaluate
 from harness.scenario.gates import REPLICA_FIGURES, is_uncut, parse_gate
@@ -31,7 +40,7 @@ def test_the_docs_tables_are_the_catalogues() -> None:
 
 
 def test_every_figure_is_read_from_a_known_source_and_named_once() -> None:
-    sources = {s.name for s in SERIES} | {"samples", "gateway", "scrapes"}
+    sources = {s.name for s in SERIES} | {"samples", "gateway", "scrapes", "dependency"}
     assert {f.source for f in FIGURES} <= sources
     gates = [f.gate for f in FIGURES if f.gate is not None]
     assert len(gates) == len(set(gates)) == len(GATED)
@@ -74,6 +83,10 @@ def test_every_gate_figure_of_an_old_report_is_read_where_the_catalogue_says() -
     assert phased.left == build["phases"]["outage"]["breaker"]["blocked"]
     for name, figure in GATED.items():
         if ENDPOINT in name or figure.key.startswith("series."):
+            continue
+        if DEPENDENCY in name:  # an old report has no named dependency: the absence is said
+            result = evaluate(parse_gate(f"after.{name.replace(DEPENDENCY, 'db')} >= 0"), V1)
+            assert "no such dependency" in result.detail, (name, result.detail)
             continue
         result = evaluate(parse_gate(f"after.{name} >= -1000000000"), V1)
         assert "no such figure" not in result.detail, (name, result.detail)

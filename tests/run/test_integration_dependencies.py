@@ -56,6 +56,7 @@ dependencies:
         response: {{body: {{items: [{{date: "2026-01-01"}}]}}}}
     phases:
       - {{name: visits-hang, start: 3s, duration: 3s, fault: {{type: timeout}}}}
+      - {{name: healthy-end, start: 6s, duration: 3s, fault: {{type: healthy}}}}
 builds:
   app:
     command: [{python}, {service}, "{{port}}"]
@@ -64,6 +65,11 @@ builds:
       OWNERS_URL: "{{dep.owners.url}}"
       VISITS_URL: "{{dep.visits.url}}"
       COUNTS_FILE: "{{run_dir}}/{{build}}/counts.json"
+gates:
+  - "app.dependencies.visits.errors[visits-hang] >= 1"
+  - "app.dependencies.visits.errors[healthy-end] == 0"
+  - "app.dependencies.owners.errors == 0"
+  - "app.dependencies.owners.unmatched >= 1"
 """
 
 
@@ -110,3 +116,7 @@ def test_two_stubbed_dependencies_one_hanging(tmp_path: Path) -> None:
     # The unmatched path is said where a newcomer looks first.
     assert any("/photo" in w and "owners" in w for w in build.get("warnings", []))
     assert "owners unmatched calls" in (run_dir / "report.md").read_text()
+    # Gates read the figures per dependency, per phase too.
+    phase = build["phases"]["healthy-end"]["dependencies"]["visits"]
+    assert phase["calls"] == len(window(visits, 6, 9)) and phase["errors"] == 0
+    assert "4 gates" in done.stdout or "4/4" in done.stdout, done.stdout[-2000:]
