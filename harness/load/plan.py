@@ -341,7 +341,7 @@ def endpoint_outcomes(scenario: Scenario, name: str) -> Outcomes:
     """How endpoint ``name``'s answers are read, resolved: its own ``outcomes:``, else the
     preset every build's kind declares for its service's answers (``answers``), else
     ``default``."""
-    given = scenario.traffic[name].outcomes
+    given = Outcomes.given(scenario.traffic[name].outcomes)
     if given is None:
         kinds = {type(b).answers for b in scenario.builds.values()}
         given = Outcomes(preset=kinds.pop() if len(kinds) == 1 else "default")

@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from jsonpath_ng.exceptions import JSONPathError
 from jsonpath_ng.ext.parser import parse as parse_jsonpath
@@ -303,6 +303,11 @@ class Outcomes(StrictModel):
             raise ValueError(f"label {name!r} is not a header name (RFC 9110 token)")
         return name
 
+    @classmethod
+    def given(cls, value: Outcomes | str | None) -> Outcomes | None:
+        """An endpoint's ``outcomes`` as written (a preset's name alone, or the mapping)."""
+        return cls(preset=value) if isinstance(value, str) else value
+
     def resolved(self) -> Outcomes:
         """Every class and the label spelt out: the preset's where this gives none."""
         base = PRESETS[self.preset]
@@ -333,6 +338,9 @@ class Outcomes(StrictModel):
         return " + ".join([self.preset, *own])
 
 
+PresetName = Literal["default", "x-outcome"]
+"""A preset's name alone (``outcomes: x-outcome``): the JSON Schema's spelling of it."""
+
 PRESETS: dict[str, Outcomes] = {
     "default": Outcomes.model_construct(
         preset="default",
@@ -353,6 +361,7 @@ PRESETS: dict[str, Outcomes] = {
 }
 """The outcomes presets: the one table of them. ``default`` is any service's; ``x-outcome``
 the reference shop's (its ``X-Outcome`` header)."""
+assert set(PRESETS) == set(get_args(PresetName)), "PresetName names every preset"
 RECORDED_PRESET = "x-outcome"
 """How samples written before the ``class`` column are read (``recorded_class``)."""
 

@@ -33,7 +33,7 @@ from pydantic import (
 from harness.core.durations import Duration, format_duration
 from harness.core.rates import RateProfile, peak_of_sum
 from harness.core.yamlmodel import StrictModel
-from harness.scenario.outcomes import Outcomes
+from harness.scenario.outcomes import Outcomes, PresetName
 from harness.scenario.bounds import (
     MAX_BUILDS,
     MAX_DURATION_S,
@@ -136,7 +136,7 @@ class Endpoint(RequestShape):
     retry: ClientRetry | None = Field(
         None, description="the client retries failed requests (needs the endpoint's timeout)"
     )
-    outcomes: Outcomes | None = Field(
+    outcomes: Outcomes | PresetName | None = Field(
         None,
         description="what counts as refused, fallback, degraded or cached in its answers "
         "(status, headers, JSONPath on the body); a preset's name alone, e.g. x-outcome",
