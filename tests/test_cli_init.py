@@ -170,3 +170,46 @@ def test_a_jar_that_is_not_there_is_refused_and_nothing_written(tmp_path: Path) 
     folder = init(path, "--jar", tmp_path)
     assert folder[0] == EXIT_INPUT, folder[1]
     assert list(tmp_path.iterdir()) == []
+
+
+def _mappings(folder: Path, mapping: object) -> Path:
+    (folder / "mappings").mkdir(parents=True)
+    (folder / "mappings" / "m.json").write_text(json.dumps(mapping))
+    return folder / "mappings"
+
+
+VISITS = {"request": {"method": "GET", "urlPath": "/visits"}, "response": {"status": 200}}
+
+
+@pytest.mark.parametrize("kind", ["command", "image", "url"])
+def test_a_starter_from_wiremock_mappings_plays_each_folder_as_a_dependency(
+    tmp_path: Path, kind: str
+) -> None:
+    visits = _mappings(tmp_path / "wiremock" / "visits", VISITS)
+    owners = _mappings(tmp_path / "wiremock" / "Owners API", {"mappings": [VISITS]})
+    path = tmp_path / "s.yaml"
+    code, output = init(path, *KIND_ARGS[kind], "--mappings", visits, "--mappings", owners)
+    assert code == EXIT_OK, output
+    written = yaml.safe_load(path.read_text())
+    assert list(written["dependencies"]) == ["visits", "owners-api"]
+    assert written["dependencies"]["visits"]["mappings"] == "wiremock/visits/mappings"
+    assert "pg" not in written and "outage" in str(written["dependencies"]["visits"]["phases"])
+    assert any("dependencies.visits.per_request[outage]" in g["expr"] for g in written["gates"])
+    checked = subprocess.run(  # with its folders: the mappings are read as a run reads them
+        [sys.executable, "-m", "harness", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_mappings_outside_the_subset_or_for_the_shop_write_nothing(tmp_path: Path) -> None:
+    proxied = {"request": {"urlPath": "/x"}, "response": {"proxyBaseUrl": "http://example.com"}}
+    folder = _mappings(tmp_path / "vendor", proxied)
+    code, output = init(tmp_path / "s.yaml", *KIND_ARGS["command"], "--mappings", folder)
+    assert code == EXIT_INPUT and "proxyBaseUrl" in output, output
+    ok = _mappings(tmp_path / "visits", VISITS)
+    code, output = init(tmp_path / "s.yaml", "--preset", "shop", "--mappings", ok)
+    assert code == EXIT_INPUT and "reference shop" in output, output
+    assert not (tmp_path / "s.yaml").exists()

@@ -97,16 +97,32 @@ def init(
     url: Annotated[
         str | None, typer.Option(help="builds are services already running here (loopback)")
     ] = None,
+    mappings: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="play a dependency from this WireMock mappings folder instead of the payment "
+            "gateway (repeat for each dependency; named after the folder)"
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing PATH")] = False,
 ) -> None:
     """Write a commented starter scenario for your service, valid by `harness validate`.
 
     Without --command, --jar, --image or --url: the stack's usual command (the
-    reference shop's builds for --preset shop). The JSON Schema is written
+    reference shop's builds for --preset shop). With --mappings, each WireMock
+    mappings folder is a dependency of its own (and the payment gateway is not
+    played). The JSON Schema is written
     beside it (harness.schema.json); the file's first line points editors at it.
     """
     from harness.scenario.loader import load_scenario_text
-    from harness.scenario.starter import SCHEMA_FILE, schema_text, starter_name, starter_scenario
+    from harness.scenario.starter import (
+        SCHEMA_FILE,
+        mappings_name,
+        schema_text,
+        starter_name,
+        starter_scenario,
+    )
+    from harness.stubs.wiremock import load_mappings
 
     try:
         if path.is_dir():
@@ -121,8 +137,19 @@ def init(
                 f"--jar {jar} is not a file (looked for {jar.absolute()}): build the jar "
                 "first, or give the path of one; nothing written"
             )
+        played: list[tuple[str, str]] = []
+        for folder in mappings or []:
+            load_mappings(folder)  # what WireMock's format outside the subset has: said now
+            name = mappings_name(folder)
+            if name in (n for n, _ in played):
+                raise InputError(
+                    f"--mappings {folder}: a second dependency named {name!r} (named after "
+                    "its folder); give folders of different names"
+                )
+            played.append((name, _relative_to(folder, path.parent)))
         text = starter_scenario(
             preset.value,
+            mappings=played,
             command=command,
             image=image,
             url=url,

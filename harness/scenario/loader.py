@@ -110,7 +110,10 @@ def _gate_problems(done: Validated[Scenario], file: str) -> list[Problem]:
 def _build_problems(done: Validated[Scenario], file: str, base_dir: Path | None) -> list[Problem]:
     """Builds checked against the rest of the scenario (and the folders, given ``base_dir``)."""
     s = done.model
-    found = build_problems(s.builds, pg_port=s.pg.port, allow_remote=s.allow_remote)
+    # A url build needs pg's port fixed only where pg is played (the named dependencies'
+    # ports: Scenario._dependency_url_problems); 0 stands for "not played: nothing to fix".
+    pg_port = s.pg.port if s.has_pg else 0
+    found = build_problems(s.builds, pg_port=pg_port, allow_remote=s.allow_remote)
     if base_dir is not None:
         found += folder_problems(s.builds, base_dir)
     return [

@@ -470,6 +470,17 @@ class Scenario(StrictModel):
             for dep in self.played()
             for i, phase in enumerate(dep.phases)
             if phase.target is not None and uncapped
+        if fixed:  # started by someone else, with its dependencies' URLs: they must not move
+            found += [
+                (
+                    ("dependencies", name),
+                    f"a url build needs dependencies.{name}.port: the harness does not start "
+                    "that service, so it cannot tell it where this dependency is; set port: N "
+                    "and point the service at http://127.0.0.1:N",
+                )
+                for name, dep in self.dependencies.items()
+                if dep.port is None
+            ]
         ]
 
     def _measure_problems(self) -> list[tuple[tuple[str | int, ...], str]]:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -227,6 +229,7 @@ def starter_scenario(
     jar: str | None = None,
     name: str = "my-service",
     schema_ref: str = SCHEMA_FILE,
+    mappings: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The text of a commented starter scenario for a service of stack ``preset``.
 
@@ -234,8 +237,15 @@ def starter_scenario(
     and ``url`` (none: the reference shop for ``shop``, the stack's usual command
     otherwise). ``schema_ref`` is where
     the first line points editors (a path relative to the file, or a URL).
+    ``mappings``: (dependency name, WireMock mappings folder relative to the file) of each
+    dependency to play from its mappings, instead of the payment gateway ``pg``.
     """
     kind = starter_kind(preset, command=command, image=image, url=url, jar=jar)
+    if mappings and kind == "shop":
+        raise InputError(
+            "--mappings: the reference shop calls the payment gateway only; give your "
+            "service's --command, --jar, --image or --url"
+        )
     what = "the reference shop's builds" if kind == "shop" else f"{kind} builds"
     lines = [
         f"# yaml-language-server: $schema={schema_ref}",
@@ -259,7 +269,9 @@ def starter_scenario(
         '  products: {path: "/api/products/{id}", params: {id: [1, 1000]}, rate: 5, timeout: 10s}',
         "",
     ]
-    if kind == "url":
+    if mappings:
+        lines += _dependency_lines(mappings, fixed=kind == "url")
+    elif kind == "url":
         lines += [
             "# The fault gateway the harness plays. The harness does not start your service, so",
             "# the gateway listens on a fixed port: start your service with its gateway URL at",
@@ -273,10 +285,7 @@ def starter_scenario(
             "pg:",
         ]
     lines += [
-        "  phases:",
-        "    - {name: baseline, start: 0s,  duration: 20s, fault: {type: healthy}}",
-        "    - {name: outage,   start: 20s, duration: 60s, fault: {type: timeout}}",
-        "    - {name: recovery, start: 80s, duration: 40s, fault: {type: healthy}}",
+        *([] if mappings else ["  phases:", *_phases("    ")]),
         "",
         "# The builds, run one after the other under the same load and faults; the first is",
         "# the baseline every figure is compared with.",
@@ -286,11 +295,46 @@ def starter_scenario(
         lines += _shop_builds()
     elif kind == "jar":
         assert jar is not None
-        lines += _jar_builds(jar)
+        lines += _jar_builds(jar, [dep for dep, _ in mappings])
     else:
-        lines += _service_builds(kind, preset, command=command, image=image, url=url)
-    lines += ["", *_gates(preset)]
+        deps = [dep for dep, _ in mappings]
+        lines += _service_builds(kind, preset, command=command, image=image, url=url, deps=deps)
+    lines += ["", *_gates(preset, mappings[0][0] if mappings else None)]
     return "\n".join(lines) + "\n"
+
+
+def _phases(indent: str) -> list[str]:
+    """The starter's time line: healthy, the dependency hanging (timeout), healthy again."""
+    return [
+        f"{indent}- {{name: baseline, start: 0s,  duration: 20s, fault: {{type: healthy}}}}",
+        f"{indent}- {{name: outage,   start: 20s, duration: 60s, fault: {{type: timeout}}}}",
+        f"{indent}- {{name: recovery, start: 80s, duration: 40s, fault: {{type: healthy}}}}",
+    ]
+
+
+def mappings_name(folder: Path) -> str:
+    """A dependency's name from its mappings folder: ``wiremock/visits/mappings`` -> ``visits``
+    (the folder's own name unless it is ``mappings``), lower case, as a name must be."""
+    stem = folder.parent.name if folder.name == "mappings" and folder.parent.name else folder.name
+    name = re.sub(r"[^a-z0-9_-]+", "-", stem.lower()).strip("-_") or "dependency"
+    return name if name[0].isalpha() and name != "pg" else f"dep-{name}"
+
+
+def _dependency_lines(mappings: Sequence[tuple[str, str]], *, fixed: bool) -> list[str]:
+    """The dependencies played from WireMock mappings folders; the first hangs for a phase."""
+    lines = [
+        "# The dependencies the harness plays, each from its WireMock mappings, read as they",
+        "# are (docs/stubs.md): a call no mapping matches is answered 404 and reported. The",
+        "# first hangs for the outage while the others stay healthy.",
+        "dependencies:",
+    ]
+    for i, (dep, folder) in enumerate(mappings):
+        lines += [f"  {dep}:", f"    mappings: {_q(folder)}"]
+        if fixed:  # a url build was started with its dependencies' URLs: they must not move
+            lines += [f"    port: {PG_PORT + i}"]
+        if i == 0:
+            lines += ["    phases:", *_phases("      ")]
+    return lines
 
 
 def _shop_builds() -> list[str]:
@@ -314,8 +358,13 @@ def _shop_builds() -> list[str]:
     ]
 
 
-def _jar_builds(jar: str) -> list[str]:
+def _jar_builds(jar: str, deps: Sequence[str] = ()) -> list[str]:
     """``before`` and ``after``: one Spring Boot jar, builds that differ only by properties."""
+    urls = (
+        [f'      {d}.base-url: "{{dep.{d}.url}}"' for d in deps]
+        if deps
+        else ['      pg.base-url: "{pg_url}"']
+    )
     return [
         *_commented("  before:", "your jar, run with these Spring properties"),
         *_commented(f"    jar: {_q(jar)}", "relative to this file's folder"),
@@ -329,7 +378,7 @@ def _jar_builds(jar: str) -> list[str]:
         "    # so its thread pool, timeouts and resilience stay as the jar has them (max workers",
         "    # is read from Tomcat's own gauge). Add one only to change it, as after does.",
         "    properties: &common",
-        '      pg.base-url: "{pg_url}"',
+        *urls,
         *_commented("      server.tomcat.mbeanregistry.enabled: true", "Tomcat's busy threads"),
         *_commented(
             "      management.endpoints.web.exposure.include: health,prometheus",
@@ -358,16 +407,24 @@ def _service_builds(
     command: str | None,
     image: str | None,
     url: str | None,
+    deps: Sequence[str] = (),
 ) -> list[str]:
     """``before`` and ``after`` of a command, docker or url build, explained once."""
     stack = _STACKS[preset]
     lines: list[str] = []
+    urls = (
+        ", ".join(f'{_env_name(d)}: "{{dep.{d}.url}}"' for d in deps)
+        if deps
+        else f'{stack.pg_env}: "{{pg_url}}"'
+    )
     for build in ("before", "after"):
         first = build == "before"
-        env = f'{{{stack.port_env}: "{{port}}", {stack.pg_env}: "{{pg_url}}", PROFILE: {build}}}'
+        env = f'{{{stack.port_env}: "{{port}}", {urls}, PROFILE: {build}}}'
         env_note = [
             "    # {port}: a free loopback port the harness picked, where the service listens;",
-            f"    # {{pg_url}}: the fault gateway (rename {stack.pg_env} to what it reads).",
+            f"    # {{pg_url}}: the fault gateway (rename {stack.pg_env} to what it reads)."
+            if not deps
+            else "    # {dep.NAME.url}: each dependency's URL (rename the variables to yours).",
         ]
         if kind == "command":
             about = (
@@ -424,7 +481,17 @@ def _service_builds(
     return lines
 
 
-def _gates(preset: str) -> list[str]:
+def _env_name(dep: str) -> str:
+    """The environment variable a starter gives a dependency's URL in (``visits`` -> VISITS_URL)."""
+    return re.sub(r"[^A-Z0-9]+", "_", dep.upper()).strip("_") + "_URL"
+
+
+def _gates(preset: str, dependency: str | None = None) -> list[str]:
+    storm = (
+        f'    expr: "after.dependencies.{dependency}.per_request[outage] <= 1.0"'
+        if dependency is not None
+        else '    expr: "after.pg.amplification[outage] <= 1.0"'
+    )
     lines = [
         "# Checked after the run: harness run exits 1 if one fails (harness gate re-checks).",
         "gates:",
@@ -432,8 +499,8 @@ def _gates(preset: str) -> list[str]:
         '    expr: "after.products.p95[outage] <= 0.5 * before.products.p95[outage]"',
         "  - name: breaker refuses calls",
         '    expr: "after.blocked.total > 0"',
-        "  - name: no retry storm at the gateway",
-        '    expr: "after.pg.amplification[outage] <= 1.0"',
+        f"  - name: no retry storm at {'the gateway' if dependency is None else dependency}",
+        storm,
     ]
     if preset != "opossum":  # opossum-prometheus has no gauge of busy workers
         lines += [
