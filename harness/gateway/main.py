@@ -126,7 +126,11 @@ def _socket(
 
 
 def _announce(
-    host: str, sock: socket.socket, control: socket.socket | None, t0: float | None
+    host: str,
+    sock: socket.socket,
+    control: socket.socket | None,
+    t0: float | None,
+    dependency: str = PG,
 ) -> None:
     where = f"http://{host}:{sock.getsockname()[1]}"
     admin = f"http://{host}:{control.getsockname()[1]}" if control is not None else where
@@ -134,9 +138,14 @@ def _announce(
         clock = "starts at POST /__admin/start"
     else:
         clock = "starts now" if abs(time.time() - t0) < 1 else f"counts from t0={t0:.3f}"
+    api = (
+        "POST /v1/payments/approve, GET /v1/catalogue/products/{id}"
+        if dependency == PG
+        else "every path, as its routes, mappings or upstream answer"
+    )
+    who = "payment gateway" if dependency == PG else f"dependency {dependency!r}"
     print(
-        f"payment gateway on {where}  (POST /v1/payments/approve, "
-        "GET /v1/catalogue/products/{id}); metrics and admin on "
+        f"{who} on {where}  ({api}); metrics and admin on "
         f"{admin}  (GET /metrics, GET/PUT /__admin/fault, POST /__admin/reset); "
         f"schedule clock {clock}; Ctrl-C stops",
         flush=True,
@@ -210,7 +219,7 @@ def main(
         exit_for(RunError(f"cannot bind {args.host}: {exc.strerror}"), 3)
     assert sock is not None
     if args.fd is None:
-        _announce(args.host, sock, control, args.t0)
+        _announce(args.host, sock, control, args.t0, args.dependency)
     try:
         serve(gateway, sock, control)
     except RunError as exc:  # the ledger cannot be written: stop, and say so
