@@ -94,7 +94,7 @@ def fault_of(scenario: Scenario, t0: float, until_s: float) -> Fault | None:
     names = [
         p.name
         for p in scenario.phases
-        if p.fault.type != "healthy" and p.start < end and p.end > start
+        if (p.fault.type != "healthy" or p.toxics) and p.start < end and p.end > start
     ]
     return Fault(t0 + start, t0 + end, t0, " + ".join(names) or "the fault window")
 

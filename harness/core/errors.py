@@ -6,7 +6,7 @@
      ├── InputError             bad scenario or arguments            -> exit 2
      │    ├── ScenarioError     every problem of one input file, each with file, line, field
      │    ├── AddressError      an address malformed or off loopback (harness.core.net)
-     │    └── ProxyConfigError  an address or toxic the proxy refuses (harness.proxy.toxics)
+     │    └── ProxyConfigError  an address or toxic the proxy refuses (harness.scenario.toxics)
      └── RunError               the run itself failed                -> exit 3
           ├── ProcessDied       a process the run started exited early
           └── WriteError        a results file cannot be written, "disk full: ..." when

@@ -21,7 +21,7 @@ from typing import Any, Protocol, cast
 from harness.core.fate import fate
 from harness.core.net import OUT_OF_FILES, arm_reset
 from harness.core.precise_timer import PreciseTimer
-from harness.proxy.toxics import (
+from harness.scenario.toxics import (
     HOLD_LIMIT_S,
     BandwidthToxic,
     Direction,

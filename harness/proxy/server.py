@@ -14,6 +14,11 @@ Repeatable: toxic number ``i`` of the set in force hits connection ``N``
 toxicity``; jitter and slice sizes come from a per-connection RNG seeded the
 same way. Same seed, same connections, same damage.
 
+The clock: with ``t0`` the schedule counts from it; without, from the start,
+unless ``await_start``: then no toxic is in force until ``start_clock(t0)``,
+which the control listener's ``POST /__admin/start {"t0": ...}`` calls (how the
+run puts a TCP dependency on its one phase clock, as it does each gateway).
+
 Safety: the listen, upstream and metrics addresses must be loopback. Each
 connection is a ``relay.Connection``, which reaches this server only through
 the small ``relay.Host`` protocol that ``Proxy`` implements. The process
@@ -30,6 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import math
 import socket
 import time
 from collections.abc import Coroutine, Mapping, Sequence
@@ -47,7 +54,7 @@ from harness.core.net import (
 )
 from harness.core.precise_timer import PreciseTimer
 from harness.proxy.relay import Connection, Refuser, Stats
-from harness.proxy.toxics import ProxyPhase, Schedule, Toxic, check_toxics
+from harness.scenario.toxics import ProxyPhase, Schedule, Toxic, check_toxics
 
 _HTTP_ERRORS = (
     TimeoutError,
@@ -55,6 +62,8 @@ _HTTP_ERRORS = (
     asyncio.IncompleteReadError,
     asyncio.LimitOverrunError,
 )
+_BODY_LIMIT = 4096
+"""The longest body the control listener reads (``{"t0": ...}`` is some 30 bytes)."""
 
 
 class Proxy:
@@ -78,6 +87,7 @@ class Proxy:
         sock: socket.socket | None = None,
         max_connections: int = 10_000,
         files: OpenFiles | None = None,
+        await_start: bool = False,
     ) -> None:
         if sock is not None:
             host, port = sock.getsockname()[:2]
@@ -93,6 +103,9 @@ class Proxy:
         self.seed = seed
         self.schedule = schedule or Schedule()
         self.t0 = t0
+        self.await_start = await_start and t0 is None
+        """No toxic until ``start_clock`` (``POST /__admin/start``) gives the schedule's t0."""
+        self._clock: asyncio.Task[None] | None = None
         self.max_connections = max_connections
         self.stats = Stats()
         self.phase: str | None = None
@@ -172,10 +185,19 @@ class Proxy:
         self.port = int(server.sockets[0].getsockname()[1])
         if same_endpoint((host, self.port), self.upstream):  # port 0 picked the upstream's
             raise RunError(_own_upstream((host, self.port), self.upstream))
-        if self.schedule.phases:
-            self.t0 = time.time() if self.t0 is None else self.t0
-            self.spawn(self._run_schedule())
+        if self.schedule.phases and not self.await_start:
+            self.start_clock(time.time() if self.t0 is None else self.t0)
         return self.port
+
+    def start_clock(self, t0: float) -> None:
+        """Count the schedule from ``t0`` (Unix s) from now on; a clock already running is
+        replaced (the toxics then follow the new one at once)."""
+        self.t0 = t0
+        self.await_start = False
+        if self._clock is not None:
+            self._clock.cancel()
+        if self.schedule.phases and not self._stopping:
+            self._clock = self.spawn(self._run_schedule())
 
     def set_toxics(
         self, toxics: Sequence[Toxic | Mapping[str, Any]], phase: str | None = None
@@ -241,6 +263,8 @@ class Proxy:
             ("refused_total", "counter", "Connections refused.", {"": s.refused}),
             ("out_of_files_total", "counter", "Times no file descriptor was left.",
              {"": self.files.hits}),
+            ("toxics_in_force", "gauge", "Toxics in force now (the phase's).",
+             {"": len(self._toxics)}),
             ("phase", "gauge", "Schedule phase in force.", {f'{{phase="{phase}"}}': 1}),
         ]  # fmt: skip
         out: list[str] = []
@@ -249,28 +273,55 @@ class Proxy:
             out += [f"proxy_{name}{labels} {value}" for labels, value in samples.items()]
         return "\n".join(out) + "\n"
 
-    async def serve_metrics(self, port: int = 0, host: str = "127.0.0.1") -> int:
-        """Serve ``GET /metrics`` (Prometheus text) on a loopback port; return the port."""
+    async def serve_metrics(
+        self, port: int = 0, host: str = "127.0.0.1", sock: socket.socket | None = None
+    ) -> int:
+        """Serve the control routes on a loopback port (or an inherited listening ``sock``);
+        return the port. ``GET /metrics`` (Prometheus text), ``GET /health`` and ``POST
+        /__admin/start {"t0": UNIX_S}`` (the schedule's clock, ``start_clock``)."""
+        if sock is not None:
+            host = str(sock.getsockname()[0])
         if not is_loopback(host):
             raise AddressError(f"metrics host {host}: only loopback addresses are allowed")
         try:
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            sock = self.files.guard(socket.create_server((host, port), family=family))
-            server = await asyncio.start_server(self._http, sock=sock)
+            if sock is None:
+                family = socket.AF_INET6 if ":" in host else socket.AF_INET
+                sock = socket.create_server((host, port), family=family)
+            server = await asyncio.start_server(self._http, sock=self.files.guard(sock))
         except OSError as exc:
             raise RunError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._servers.append(server)
         return int(server.sockets[0].getsockname()[1])
 
+    def _answer(self, head: bytes, body: bytes) -> tuple[str, str, bytes]:
+        """Status, content type and body for one control request."""
+        if head.startswith((b"GET /metrics ", b"GET /metrics?")):
+            return "200 OK", "text/plain; version=0.0.4", self.metrics_text().encode()
+        if head.startswith(b"GET /health "):
+            return "200 OK", "application/json", b'{"status": "UP"}'
+        if head.startswith(b"POST /__admin/start "):
+            try:
+                t0 = _t0(body)
+            except ValueError as exc:
+                said = json.dumps({"error": f'body must be JSON such as {{"t0": 1.7e9}} ({exc})'})
+                return "400 Bad Request", "application/json", said.encode()
+            self.start_clock(t0)
+            return "200 OK", "application/json", json.dumps({"t0": t0}).encode()
+        return (
+            "404 Not Found",
+            "text/plain",
+            b"here: GET /metrics, GET /health, POST /__admin/start\n",
+        )
+
     async def _http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             async with asyncio.timeout(5):
                 head = await reader.readuntil(b"\r\n\r\n")
-            ok = head.startswith((b"GET /metrics ", b"GET /metrics?"))
-            body = self.metrics_text().encode() if ok else b"only GET /metrics here\n"
-            code, kind = (
-                ("200 OK", "text/plain; version=0.0.4") if ok else ("404 Not Found", "text/plain")
-            )
+                length = _content_length(head)
+                if length > _BODY_LIMIT:
+                    raise ConnectionError("body too long")
+                data = await reader.readexactly(length) if length else b""
+            code, kind, body = self._answer(head, data)
             writer.write(
                 f"HTTP/1.1 {code}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
                 f"Connection: close\r\n\r\n".encode() + body
@@ -282,6 +333,36 @@ class Proxy:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
+
+
+def _content_length(head: bytes) -> int:
+    """A request head's ``Content-Length`` (0 without one; a malformed one is a broken
+    request: ``ConnectionError``, answered nothing)."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            if not value.strip().isdigit():
+                raise ConnectionError("malformed Content-Length")
+            return int(value.strip())
+    return 0
+
+
+def _t0(body: bytes) -> float:
+    """``t0`` from a ``/__admin/start`` body: finite Unix seconds; now without a body or key."""
+    if not body.strip():
+        return time.time()
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError("not JSON") from None
+    if not isinstance(data, dict) or "t0" not in data:
+        return time.time()
+    value = data["t0"]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"t0 must be a number of Unix seconds, not {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"t0 must be a finite number of Unix seconds, not {value!r}")
+    return float(value)
 
 
 def _own_upstream(listen: tuple[str, int], upstream: tuple[str, int]) -> str:

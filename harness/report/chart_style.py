@@ -93,7 +93,7 @@ def time_axes(ax: Axes, scenario: Scenario, span: Span, bottom: bool) -> None:
             if z - a > 0.03 * (span.stop - span.start):
                 ax.text((a + z) / 2, 0.98, name, ha="center", transform=at, **LABEL_STYLE)
     for phase in scenario.phases:
-        if phase.fault.type == "healthy" and phase.target is None:  # a capped phase is shaded
+        if not phase.faulty:  # a capped phase, a TCP dependency's toxics: shaded too
             ax.text(phase.start, 0.98, f" {phase.name}", transform=at, **LABEL_STYLE)
             continue
         for a, z in shaded_windows(phase):

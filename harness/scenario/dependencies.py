@@ -7,10 +7,16 @@ its own fault phases, ledger and figures, on the run's one phase clock:
   a WireMock ``mappings:`` folder read as it is (``harness.stubs.wiremock``);
 - a **forward**: a real upstream (``forward: http://127.0.0.1:9000``), every call
   passed on to it and the phase's faults applied on the way;
+- a **TCP** dependency (``tcp: 127.0.0.1:5432``: a database, a cache): the TCP
+  fault proxy (``harness.proxy``) in front of the real upstream, its phases'
+  ``toxics`` (``harness.scenario.toxics``) on the same clock; no ledger (bytes,
+  not calls): its figures are the proxy's counters, scraped;
 - ``pg``: the payment gateway with its own two routes (a scenario's ``pg:``),
   kept for every scenario written before dependencies were data.
 
-A build points at a dependency with ``{dep.NAME.url}`` (``{pg_url}`` for ``pg``).
+A build points at a dependency with ``{dep.NAME.url}`` (``{pg_url}`` for ``pg``), or
+its ``{dep.NAME.address}`` (host:port), ``{dep.NAME.host}`` and ``{dep.NAME.port}``;
+a TCP dependency has no URL, only those three.
 Phases of different dependencies may not overlap: the report's time line is one
 list of named phases, each breaking one dependency while the others stay healthy.
 """
@@ -25,7 +31,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from harness.core.net import is_loopback
+from harness.core.net import AddressError, is_loopback, parse_address
 from harness.scenario.faults import PgSchedule, Phase
 from harness.scenario.placeholders import Plain
 from harness.stubs.model import StubRoute, StubRoutesError, Stubs
@@ -40,7 +46,15 @@ MAX_DEPENDENCIES = 16
 DEPENDENCY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 """Lower case: a name is part of a placeholder, a file name, a process name and a figure path."""
 
-ApiKind = Literal["pg", "stubs", "forward"]
+ApiKind = Literal["pg", "stubs", "forward", "tcp"]
+
+PLACEHOLDER_PARTS: dict[str, tuple[str, ...]] = {
+    "pg": ("url",),
+    "stubs": ("url", "address", "host", "port"),
+    "forward": ("url", "address", "host", "port"),
+    "tcp": ("address", "host", "port"),
+}
+"""What ``{dep.NAME.<part>}`` a build may name, by the dependency's API (``pg``: ``{pg_url}``)."""
 
 
 class Dependency(PgSchedule):
@@ -62,10 +76,30 @@ class Dependency(PgSchedule):
         description="the request header that names a call (its fate and attempt count); "
         "default: method, path, query and body",
     )
+    tcp: str | None = Field(
+        None,
+        description="a real TCP upstream's loopback HOST:PORT (a database, a cache): the TCP "
+        "fault proxy stands before it and its phases give toxics",
+    )
 
     @property
     def api(self) -> ApiKind:
+        if self.tcp is not None:
+            return "tcp"
         return "forward" if self.forward is not None else "stubs"
+
+    @field_validator("tcp")
+    @classmethod
+    def _loopback_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            host, port = parse_address(value, "tcp", port_zero=False)
+        except AddressError as exc:
+            raise ValueError(
+                f"{exc}; traffic stays on this machine: the proxy breaks a dependency on loopback"
+            ) from None
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     @field_validator("forward")
     @classmethod
@@ -86,12 +120,23 @@ class Dependency(PgSchedule):
     @model_validator(mode="after")
     def _one_api(self) -> Dependency:
         stubs = bool(self.routes) or self.mappings is not None
+        if self.tcp is not None:
+            given = [k for k in ("routes", "mappings", "forward", "call_key", "capacity")
+                     if k in self.model_fields_set]  # fmt: skip
+            if given:
+                keys = ", ".join(k.replace("_", "-") for k in given)
+                raise ValueError(
+                    f"a TCP dependency (tcp:) is bytes behind the proxy, not HTTP calls: drop "
+                    f"{keys}"
+                )
+            return self
         if self.forward is not None and stubs:
             raise ValueError("give forward (a real upstream) or routes/mappings (a stub), not both")
         if self.forward is None and not stubs:
             raise ValueError(
                 "a dependency needs its API: routes (stubs as data), mappings (a WireMock "
-                "mappings folder) or forward (a real upstream's URL)"
+                "mappings folder), forward (a real upstream's URL) or tcp (a real TCP "
+                "upstream's HOST:PORT)"
             )
         return self
 
@@ -111,13 +156,25 @@ class Played:
 
     @property
     def placeholder(self) -> str:
-        """How a build names its URL."""
-        return "pg_url" if self.name == PG else f"dep.{self.name}.url"
+        """How a build names where it is (a TCP dependency has no URL: its address)."""
+        if self.name == PG:
+            return "pg_url"
+        return f"dep.{self.name}.{'address' if self.api == 'tcp' else 'url'}"
 
     @property
     def ledger_file(self) -> str:
-        """Its ledger in the build's folder."""
+        """Its ledger in the build's folder (a TCP dependency keeps none: ``has_ledger``)."""
         return "pg-ledger.csv" if self.name == PG else f"dep-{self.name}-ledger.csv"
+
+    @property
+    def has_ledger(self) -> bool:
+        """Whether it records every call (an HTTP dependency); the TCP proxy counts bytes."""
+        return self.api != "tcp"
+
+    @property
+    def tcp_upstream(self) -> str | None:
+        """A TCP dependency's real upstream (HOST:PORT); None for an HTTP one."""
+        return self.schedule.tcp if isinstance(self.schedule, Dependency) else None
 
     @property
     def source(self) -> str:
@@ -141,6 +198,41 @@ def check_dependency_name(name: str) -> str:
             "a letter, at most 40 characters (it names a placeholder, a file and a figure)"
         )
     return name
+
+
+def toxic_problems(played: list[Played]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Toxics on an HTTP dependency's phase, and HTTP faults or blips on a TCP one's."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for dep in played:
+        tcp = dep.api == "tcp"
+        for i, phase in enumerate(dep.phases):
+            at: tuple[str | int, ...] = (*dep.at, "phases", i)
+            if not tcp and phase.toxics:
+                found.append(
+                    (
+                        (*at, "toxics"),
+                        f"toxics are a TCP dependency's faults; {dep.name!r} is HTTP: give its "
+                        "phase fault or faults",
+                    )
+                )
+            if tcp and phase.given_fault is not None:
+                found.append(
+                    (
+                        (*at, phase.given_fault),
+                        f"{dep.name!r} is a TCP dependency (tcp:): its phases give toxics "
+                        "(latency, bandwidth, slow-close, timeout, reset-peer, slicer, "
+                        "limit-data: docs/proxy.md), not HTTP faults",
+                    )
+                )
+            if tcp and phase.repeat is not None:
+                found.append(
+                    (
+                        (*at, "repeat"),
+                        "a TCP dependency's toxics hold for the whole phase; for blips, give "
+                        "several short phases",
+                    )
+                )
+    return found
 
 
 def overlap_problems(played: list[Played]) -> list[tuple[tuple[str | int, ...], str]]:

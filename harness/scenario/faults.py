@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from harness.core.durations import Duration
 from harness.core.timeline import ordered_phases
@@ -32,6 +32,7 @@ from harness.scenario.caps import TargetCap
 from harness.scenario.distributions import HANG_LIMIT_S as HANG_LIMIT_S
 from harness.scenario.distributions import DelayParams, Kind, check_distribution
 from harness.scenario.distributions import LatencyComponent as LatencyComponent
+from harness.scenario.toxics import Toxic, one_per_type_and_stream
 
 FAULT_TYPES = (
     "healthy",
@@ -317,6 +318,10 @@ class Phase(StrictModel):
     Give ``fault`` (one) or ``faults`` (a list, combined in order). Either way
     ``faults`` holds the whole list and ``fault`` the headline one (the first
     non-healthy), so code that names a phase by ``fault.type`` keeps working.
+    A TCP dependency's phase gives ``toxics`` instead (the proxy's,
+    ``harness.scenario.toxics``); its ``fault`` stays ``healthy`` (no HTTP
+    fault), so whether a phase breaks anything is ``faulty``, never
+    ``fault.type`` alone.
     """
 
     name: SafeName
@@ -334,23 +339,50 @@ class Phase(StrictModel):
         None,
         description="caps on every build's target for the phase (cpus, memory), lifted at its end",
     )
+    toxics: list[Toxic] = Field(
+        default_factory=list,
+        max_length=MAX_FAULTS_PER_PHASE,
+        description="a TCP dependency's faults: the proxy's toxics in force for the phase",
+    )
+    _given: str | None = PrivateAttr(None)
+    """``fault`` or ``faults`` when the file gave one (the validator fills both)."""
+
+    @field_validator("toxics")
+    @classmethod
+    def _one_toxic_per_stream(cls, toxics: list[Toxic]) -> list[Toxic]:
+        return one_per_type_and_stream(toxics)
 
     @model_validator(mode="after")
     def _fault_or_faults(self) -> Phase:
         given = self.model_fields_set
         if "fault" in given and "faults" in given:
             raise ValueError("give either fault (one) or faults (a list), not both")
+        if self.toxics and ("fault" in given or "faults" in given):
+            raise ValueError(
+                "give fault/faults (an HTTP dependency's) or toxics (a TCP dependency's), not both"
+            )
+        self._given = next((k for k in ("fault", "faults") if k in given), None)
         if "faults" in given:
             _check_combination(self.faults)
             self.fault = headline_fault(self.faults)
-        elif "fault" in given or self.target is not None:
-            self.faults = [self.fault]  # a phase of target caps alone: the gateway is healthy
+        elif "fault" in given or self.target is not None or "toxics" in given:
+            self.faults = [self.fault]  # target caps or toxics alone: no HTTP fault
         else:
             raise ValueError(
-                "a phase needs fault (one fault), faults (a list of faults) or target (caps "
-                "on the target)"
+                "a phase needs fault (one fault), faults (a list of faults), toxics (a TCP "
+                "dependency's) or target (caps on the target)"
             )
         return self
+
+    @property
+    def given_fault(self) -> str | None:
+        """``fault`` or ``faults``: the key the file gave this phase its HTTP fault with."""
+        return self._given
+
+    @property
+    def faulty(self) -> bool:
+        """Whether the phase breaks anything: an HTTP fault, a toxic or a cap on the target."""
+        return self.fault.type != "healthy" or bool(self.toxics) or self.target is not None
 
     @property
     def end(self) -> float:
@@ -361,6 +393,8 @@ class Phase(StrictModel):
         """The phase's faults in one short name, e.g. ``timeout`` or ``latency+error``; its
         caps on the target after them (``target cpus 0.5``, ``timeout+target cpus 0.5``)."""
         label = "+".join(f.type for f in self.faults)
+        if self.toxics:  # a TCP dependency's phase: its toxics, said as TCP's
+            label = "tcp " + "+".join(t.type for t in self.toxics)
         if self.target is None:
             return label
         cap = f"target {self.target.label}"

@@ -1,7 +1,8 @@
 """Placeholders in a build's command and environment, and the types that check them.
 
 A command's arguments and environment values (and a container's) may use
-``{port}``, ``{metrics_port}``, ``{pg_url}``, ``{dep.NAME.url}``, ``{run_dir}`` and ``{build}``;
+``{port}``, ``{metrics_port}``, ``{pg_url}``, ``{dep.NAME.url}`` (and ``.address``, ``.host``,
+``.port``), ``{run_dir}`` and ``{build}``;
 they are filled when the build starts (``fill``), from loopback ports the
 harness picked. ``{{`` and ``}}`` are literal braces. An unknown name, or a
 placeholder in an environment variable's name, is a validation error with its
@@ -19,11 +20,18 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator
 
 PLACEHOLDERS = ("build", "metrics_port", "pg_url", "port", "run_dir")
-"""Names a command or container may use as ``{name}``; and ``{dep.NAME.url}``, a named
-dependency's URL (``DEPENDENCY_URL``: its name is checked against the scenario's)."""
+"""Names a command or container may use as ``{name}``; and ``{dep.NAME.PART}``, where a
+named dependency listens (``DEPENDENCY_PLACEHOLDER``: its name is checked against the
+scenario's, and its part against the dependency's kind)."""
 
-DEPENDENCY_URL = re.compile(r"^dep\.([a-z][a-z0-9_-]{0,39})\.url$")
-"""``{dep.NAME.url}``: where the build finds the dependency ``dependencies.NAME``."""
+DEPENDENCY_PARTS = ("url", "address", "host", "port")
+"""``{dep.NAME.url}`` (``http://127.0.0.1:PORT``, an HTTP dependency's only),
+``{dep.NAME.address}`` (``127.0.0.1:PORT``), ``{dep.NAME.host}`` and ``{dep.NAME.port}``."""
+
+DEPENDENCY_PLACEHOLDER = re.compile(
+    r"^dep\.([a-z][a-z0-9_-]{0,39})\.(" + "|".join(DEPENDENCY_PARTS) + r")$"
+)
+"""``{dep.NAME.PART}``: where the build finds the dependency ``dependencies.NAME``."""
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
@@ -69,10 +77,11 @@ def _known_placeholders(text: str) -> str:
     unknown = [
         name
         for name in placeholders_in(text)
-        if name not in PLACEHOLDERS and not DEPENDENCY_URL.match(name)
+        if name not in PLACEHOLDERS and not DEPENDENCY_PLACEHOLDER.match(name)
     ]
     if unknown:
-        known = ", ".join("{" + n + "}" for n in (*PLACEHOLDERS, "dep.NAME.url"))
+        parts = "dep.NAME." + "|".join(DEPENDENCY_PARTS)
+        known = ", ".join("{" + n + "}" for n in (*PLACEHOLDERS, parts))
         raise ValueError(
             f"unknown placeholder {{{unknown[0]}}}; known: {known} "
             "(write {{ and }} for literal braces)"

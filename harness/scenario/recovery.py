@@ -75,11 +75,14 @@ class RecoverySettings(StrictModel):
 
 
 def default_trigger(phases: list[Phase]) -> Phase | None:
-    """The last phase (by start) with a fault other than ``healthy``, or a target cap."""
+    """The last phase (by start) with a fault other than ``healthy``, a TCP dependency's
+    toxics, or a target cap."""
     found = [
         p
         for p in phases
-        if any(f.type != "healthy" for f in p.faults) or getattr(p, "target", None) is not None
+        if any(f.type != "healthy" for f in p.faults)
+        or getattr(p, "target", None) is not None
+        or getattr(p, "toxics", None)
     ]
     return max(found, key=lambda p: p.start, default=None)
 

@@ -62,15 +62,17 @@ from harness.scenario.client_retry import ClientRetry
 from harness.scenario.dependencies import (
     MAX_DEPENDENCIES,
     PG,
+    PLACEHOLDER_PARTS,
     Dependency,
     Played,
     check_dependency_name,
     overlap_problems,
     route_problems,
     timeline,
+    toxic_problems,
 )
 from harness.scenario.faults import PgSchedule, Phase
-from harness.scenario.placeholders import DEPENDENCY_URL, placeholders_in
+from harness.scenario.placeholders import DEPENDENCY_PLACEHOLDER, placeholders_in
 from harness.scenario.recovery import RecoverySettings, recovery_problems
 from harness.scenario.requests import Method, RequestShape, shape_problems
 from harness.scenario.sweep import Sweep
@@ -411,6 +413,7 @@ class Scenario(StrictModel):
                         )
                     )
         found += overlap_problems(played)
+        found += toxic_problems(played)
         for name, named in self.dependencies.items():
             found += route_problems(name, named)
         found += self._dependency_url_problems()
@@ -426,17 +429,20 @@ class Scenario(StrictModel):
         return found
 
     def _dependency_url_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
-        """``{dep.NAME.url}`` naming no dependency, and a dependency no build points at."""
+        """``{dep.NAME.PART}`` naming no dependency, or a part its kind has not (a TCP
+        dependency has no URL), and a dependency no build points at."""
         found: list[tuple[tuple[str | int, ...], str]] = []
         named: set[str] = set()
         for build, spec in self.builds.items():
             for text in _texts(spec.model_dump()):
                 for placeholder in placeholders_in(text):
-                    m = DEPENDENCY_URL.match(placeholder)
+                    m = DEPENDENCY_PLACEHOLDER.match(placeholder)
                     if m is None:
                         continue
-                    named.add(m.group(1))
-                    if m.group(1) not in self.dependencies:
+                    name, part = m.group(1), m.group(2)
+                    named.add(name)
+                    dep = self.dependencies.get(name)
+                    if dep is None:
                         known = ", ".join(self.dependencies) or "none declared"
                         found.append(
                             (
@@ -444,14 +450,26 @@ class Scenario(StrictModel):
                                 f"{{{placeholder}}} names no dependency (dependencies: {known})",
                             )
                         )
+                    elif part not in PLACEHOLDER_PARTS[dep.api]:
+                        parts = ", ".join(f"{{dep.{name}.{p}}}" for p in PLACEHOLDER_PARTS[dep.api])
+                        found.append(
+                            (
+                                ("builds", build),
+                                f"{{{placeholder}}}: {name!r} is a TCP dependency (tcp:), which "
+                                f"has no URL: give the build {parts} (e.g. in a JDBC or "
+                                "redis:// URL of its own)",
+                            )
+                        )
         fixed = any(not b.cappable for b in self.builds.values())  # a url build: its own config
         for name, dep in self.dependencies.items():
             if name not in named and not (fixed and dep.port is not None):
+                where = "address" if dep.api == "tcp" else "URL"
+                part = "address" if dep.api == "tcp" else "url"
                 found.append(
                     (
                         ("dependencies", name),
-                        f"no build points at dependency {name!r}: give a build its URL as "
-                        f'"{{dep.{name}.url}}" (in command, env or config), or drop it',
+                        f"no build points at dependency {name!r}: give a build its {where} as "
+                        f'"{{dep.{name}.{part}}}" (in command, env or config), or drop it',
                     )
                 )
         return found
@@ -563,8 +581,9 @@ class Scenario(StrictModel):
 
     def fault_window(self) -> tuple[float, float] | None:
         """Start and end (measured-time seconds) of the span covered by non-healthy phases
-        (a phase that caps the target is not healthy, whatever its gateway does)."""
-        faulty = [p for p in self.phases if p.fault.type != "healthy" or p.target is not None]
+        (a phase that caps the target, or a TCP dependency's toxics, is not healthy, whatever
+        its gateway does: ``Phase.faulty``)."""
+        faulty = [p for p in self.phases if p.faulty]
         if not faulty:
             return None
         return min(p.start for p in faulty), max(p.end for p in faulty)

@@ -6,6 +6,11 @@ limit-data, each with a ``toxicity`` (share of connections hit) and a
 ``stream``: ``upstream`` is client -> dependency, ``downstream`` (the default)
 dependency -> client. A schedule turns sets of toxics on and off by phase,
 like a scenario's ``pg.phases``. Every key and what a client sees: docs/proxy.md.
+
+The models live here, in the scenario's layer, because a scenario declares a
+TCP dependency's phases with them (``dependencies.<name>.tcp``: a phase's
+``toxics``); the proxy (``harness.proxy``, a layer above) imports them, and
+reads its own ``--schedule`` file with ``load_schedule`` as before.
 """
 
 from __future__ import annotations
@@ -121,6 +126,17 @@ Toxic = Annotated[
 ]
 
 
+def one_per_type_and_stream(toxics: list[Toxic]) -> list[Toxic]:
+    """Refuse two toxics of one type on one stream (Toxiproxy chains are not modelled)."""
+    seen: set[tuple[str, str]] = set()
+    for toxic in toxics:
+        for direction in toxic.directions():
+            if (toxic.type, direction) in seen:
+                raise ValueError(f"two {toxic.type} toxics on the {direction} stream")
+            seen.add((toxic.type, direction))
+    return toxics
+
+
 class ToxicSet(_Model):
     """Toxics in force together: at most one of each type per stream (no Toxiproxy chains)."""
 
@@ -129,13 +145,7 @@ class ToxicSet(_Model):
     @field_validator("toxics")
     @classmethod
     def _one_per_type_and_stream(cls, toxics: list[Toxic]) -> list[Toxic]:
-        seen: set[tuple[str, str]] = set()
-        for toxic in toxics:
-            for direction in toxic.directions():
-                if (toxic.type, direction) in seen:
-                    raise ValueError(f"two {toxic.type} toxics on the {direction} stream")
-                seen.add((toxic.type, direction))
-        return toxics
+        return one_per_type_and_stream(toxics)
 
 
 def check_toxics(toxics: Sequence[Toxic | Mapping[str, Any]]) -> list[Toxic]:

@@ -93,8 +93,8 @@ def test_placeholder_misuse_is_located() -> None:
     )
     assert problems == [
         "s.yaml:7:28: builds.c.command.2: unknown placeholder {prot}; known: {build}, "
-        "{metrics_port}, {pg_url}, {port}, {run_dir}, {dep.NAME.url} (write {{ and }} for "
-        "literal braces) (got '{prot}')",
+        "{metrics_port}, {pg_url}, {port}, {run_dir}, {dep.NAME.url|address|host|port} "
+        "(write {{ and }} for literal braces) (got '{prot}')",
         "s.yaml:9:17: builds.c.env.{port}: environment variable name '{port}' uses a "
         "placeholder; placeholders are filled in values, not in names",
         's.yaml:10:11: builds.c.env.PG: write "{pg_url}" in quotes: unquoted, YAML reads '
