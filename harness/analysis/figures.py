@@ -37,6 +37,8 @@ from harness.analysis.cuts import (
 from harness.analysis.dependencies import (
     dependency_figures,
     dependency_window,
+    tcp_figures,
+    tcp_window,
     unmatched_warning,
 )
 from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
@@ -299,7 +301,7 @@ class BuildSeries:
         t = s["intended_start"] - self.t0
         healthy = (t >= -EPS_S) & (t < self.scenario.duration - EPS_S)
         for phase in self.scenario.phases:
-            if phase.fault.type != "healthy":
+            if phase.fault.type != "healthy" or phase.toxics:  # a TCP dependency's too
                 healthy &= ~((t >= phase.start) & (t < phase.end))
         n = int(healthy.sum())
         if not n:
@@ -424,6 +426,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
             data.samples, kept, data.gateway_endpoints, build.info.get("pg_url", "")
         )
     )
+    _tcp_figures(figures, scenario, build.metrics, (data.t0, end), fault_window)
     lateness, worst = validity.max_lateness(build.samples, windows.whole)  # retries too
     figures["validity"] = {
         "generator_max_lateness_s": _round(lateness, 3),
@@ -582,3 +585,26 @@ def analyse(run: RunResult, scenario: Scenario) -> Report:
 def _build_report(profile: str, status: str, figures: BuildFigures) -> BuildReport:
     """A build's section: profile and status first, then its figures (the order of report.json)."""
     return {"profile": profile, "status": status, **figures}
+
+
+def _tcp_figures(
+    figures: BuildFigures,
+    scenario: Scenario,
+    metrics: pd.DataFrame,
+    whole: tuple[float, float],
+    fault_window: tuple[float, float],
+) -> None:
+    """Each TCP dependency's figures from its proxy's scraped counters, beside the HTTP
+    dependencies' (``analysis.dependencies``): the measured and fault windows, each phase."""
+    t0 = whole[0]
+    fault = (t0 + fault_window[0], t0 + fault_window[1])
+    for dep in scenario.played():
+        if dep.api != "tcp":
+            continue
+        named = figures.setdefault("dependencies", {})
+        named[dep.name] = tcp_figures(metrics, dep.source, whole, fault)
+        for phase in scenario.phases:
+            window = figures["phases"][phase.name]
+            window.setdefault("dependencies", {})[dep.name] = tcp_window(
+                metrics, dep.source, t0 + phase.start, t0 + phase.end
+            )

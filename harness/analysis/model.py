@@ -16,7 +16,12 @@ import json
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, cast
 
-from harness.analysis.dependencies import DependencyFigures, DependencyWindow
+from harness.analysis.dependencies import (
+    DependencyFigures,
+    DependencyWindow,
+    TcpFigures,
+    TcpWindow,
+)
 from harness.core.conforms import conforms, departures
 from harness.core.errors import InputError
 from harness.results.manifest import AbortRecord
@@ -129,8 +134,9 @@ class WindowFigures(TypedDict):
     breaker: WindowBreaker
     pg: WindowPg
     series: NotRequired[SeriesFigures]
-    dependencies: NotRequired[dict[str, DependencyWindow]]
-    """Each named dependency's figures (``analysis.dependencies``), when the scenario has some."""
+    dependencies: NotRequired[dict[str, DependencyWindow | TcpWindow]]
+    """Each named dependency's figures (``analysis.dependencies``), when the scenario has some:
+    an HTTP one's from its ledger, a TCP one's from its proxy's counters."""
 
 
 class WorkerFigures(TypedDict):
@@ -326,8 +332,9 @@ class BuildFigures(TypedDict):
     """Only when the build ran in a container whose stats were scraped (``docker``)."""
     series: NotRequired[SeriesFigures]
     """Over the fault window (``_fault``), the measured window (``total``) or the run."""
-    dependencies: NotRequired[dict[str, DependencyFigures]]
-    """Each named dependency's figures from its own ledger (``analysis.dependencies``)."""
+    dependencies: NotRequired[dict[str, DependencyFigures | TcpFigures]]
+    """Each named dependency's figures (``analysis.dependencies``): an HTTP one's from its own
+    ledger, a TCP one's from its proxy's scraped counters (connections, bytes, toxics)."""
     replicas: NotRequired[dict[str, ReplicaFigures]]
     """Only for a build with ``replicas: N`` (N > 1): each replica's figures by its index
     (``"0"``, ``"1"``, ...). The build's own figures are read across them: busy and max

@@ -100,6 +100,17 @@ def headline_rows(report: Report) -> list[list[str]]:
     named = sorted({d for b in builds for d in report["builds"][b].get("dependencies", {})})
     for dep in named:  # each named dependency, from its own ledger (analysis.dependencies)
         key = f"dependencies.{dep}"
+        if any("connections" in report["builds"][b].get("dependencies", {}).get(dep, {})
+               for b in builds):  # fmt: skip  # a TCP one: its proxy's counters
+            row(f"{dep} connections ({whole})", f"{key}.connections")
+            row(f"{dep} connections ({fault})", f"{key}.connections_fault")
+            row(f"{dep} connections open max ({whole})", f"{key}.connections_open_max")
+            row(f"{dep} bytes to it ({whole})", f"{key}.bytes_upstream")
+            row(f"{dep} bytes from it ({whole})", f"{key}.bytes_downstream")
+            row(f"{dep} bytes from it ({fault})", f"{key}.bytes_downstream_fault")
+            row(f"{dep} toxics applied ({fault})", f"{key}.toxics_applied_fault")
+            row(f"{dep} upstream unreachable ({whole})", f"{key}.upstream_errors")
+            continue
         row(f"{dep} calls received ({whole})", f"{key}.calls")
         row(f"{dep} calls received ({fault})", f"{key}.calls_fault")
         row(f"{dep} calls per request ({whole})", f"{key}.per_request")

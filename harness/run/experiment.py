@@ -247,15 +247,19 @@ class Experiment:
     def _start_processes(
         self, target: Target, bdir: Path, group: ProcessGroup, info: BuildRecord, caps: BuildCaps
     ) -> Scraper:
-        # Each dependency gets two listeners: its API (which a `refuse` fault stops) and a
-        # control port for /metrics and /__admin that always answers.
+        # Each dependency gets two listeners: its API (which a `refuse` fault stops; a TCP
+        # dependency's proxy accepts on it) and a control port for /metrics, /health and
+        # /__admin/start that always answers.
         played = self.scenario.played()
         socks: list[tuple[Played, socket.socket, socket.socket]] = []
         launch: Launch | None = None
         try:
             for dep in played:
                 socks.append((dep, _gateway_listener(dep), listener(backlog=64)))
-            urls = {dep.name: f"http://{LOOPBACK}:{port_of(api)}" for dep, api, _ in socks}
+            urls = {
+                dep.name: f"{'tcp' if dep.api == 'tcp' else 'http'}://{LOOPBACK}:{port_of(api)}"
+                for dep, api, _ in socks
+            }
             controls = {dep.name: f"http://{LOOPBACK}:{port_of(c)}" for dep, _, c in socks}
             launch = target.prepare(
                 TargetContext(
@@ -264,7 +268,9 @@ class Experiment:
                     run_id=self.run_dir.name,
                     scenario_dir=self.scenario_dir,
                     client_timeout_s=max(e.timeout for e in self.scenario.traffic.values()),
-                    dependency_urls={n: u for n, u in urls.items() if n != PG},
+                    dependency_values=_dependency_values(
+                        [(dep, port_of(api)) for dep, api, _ in socks if dep.name != PG]
+                    ),
                 )
             )
             if PG in urls:
@@ -277,13 +283,18 @@ class Experiment:
             info.update({"target_url": launch.url, "target_metrics_url": launch.metrics_url})
             info.update(cast(BuildRecord, launch.record))  # KindRecord: BuildRecord's own part
             for dep, api, control in socks:
+                played_by = (
+                    # a TCP dependency: the fault proxy, its toxics from the scenario, no ledger
+                    ["harness.proxy"]
+                    if dep.api == "tcp"
+                    else ["harness.gateway", "--scenario-dir", str(self.scenario_dir),
+                          "--ledger", str(bdir / dep.ledger_file)]
+                )  # fmt: skip
                 group.start(
                     dep.source,
-                    [sys.executable, "-m", "harness.gateway",
-                     "--scenario", str(self.run_dir / "scenario.yaml"),
-                     "--dependency", dep.name, "--scenario-dir", str(self.scenario_dir),
-                     "--fd", str(api.fileno()), "--control-fd", str(control.fileno()),
-                     "--ledger", str(bdir / dep.ledger_file)],
+                    [sys.executable, "-m", *played_by,
+                     "--scenario", str(self.run_dir / "scenario.yaml"), "--dependency", dep.name,
+                     "--fd", str(api.fileno()), "--control-fd", str(control.fileno())],
                     pass_fds=(api.fileno(), control.fileno()),
                 )  # fmt: skip
             cgroup = caps.cgroup_procs()  # every process of the build runs in it, if capped
@@ -462,6 +473,19 @@ def _not_ready(spread: LoadWorkers, waited_s: float, progress: dict[str, Any]) -
     if spread.external:
         text += f"; start them with: harness worker --master {spread.connect_host}:<port>"
     return text
+
+
+def _dependency_values(listening: list[tuple[Played, int]]) -> dict[str, str]:
+    """What each named dependency's placeholders stand for in one build: ``dep.NAME.url``
+    (an HTTP dependency's), ``.address``, ``.host`` and ``.port``."""
+    values: dict[str, str] = {}
+    for dep, port in listening:
+        at = f"dep.{dep.name}"
+        values.update({f"{at}.address": f"{LOOPBACK}:{port}", f"{at}.host": LOOPBACK,
+                       f"{at}.port": str(port)})  # fmt: skip
+        if dep.api != "tcp":
+            values[f"{at}.url"] = f"http://{LOOPBACK}:{port}"
+    return values
 
 
 def _gateway_listener(dep: Played) -> socket.socket:

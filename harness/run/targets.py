@@ -54,8 +54,9 @@ class TargetContext:
     client_timeout_s: float = MAX_TIMEOUT_S
     """The longest client timeout of the scenario's traffic: a proxy in front of the
     service (a replicated shop's nginx) must wait longer than that for an answer."""
-    dependency_urls: Mapping[str, str] = field(default_factory=dict)
-    """Each named dependency's URL, by name (``{dep.NAME.url}``)."""
+    dependency_values: Mapping[str, str] = field(default_factory=dict)
+    """Where each named dependency listens, by placeholder: ``dep.NAME.url`` (an HTTP
+    dependency's), ``dep.NAME.address``, ``dep.NAME.host``, ``dep.NAME.port``."""
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ def placeholder_values(ctx: TargetContext, fixed_port: int | None) -> dict[str, 
         "pg_url": ctx.pg_url,
         "run_dir": str(ctx.build_dir.parent.resolve()),
         "build": ctx.build_dir.name,
-        **{f"dep.{name}.url": url for name, url in ctx.dependency_urls.items()},
+        **ctx.dependency_values,  # dep.NAME.url, .address, .host, .port
     }
 
 

@@ -1,0 +1,139 @@
+"""Integration: a TCP dependency declared in the scenario (issue 29, part 4), through the
+real ``harness run``.
+
+A tiny echo server on 127.0.0.1 stands for a database; the scenario declares it as
+``dependencies.db.tcp`` with a latency toxic for one phase, and a service not written for
+the harness (``tests/run/data/tcp_dep_service.py``) reaches it through its own
+environment (``{dep.db.host}``, ``{dep.db.port}``, ``{dep.db.address}``). Checked: the
+run starts the proxy on its phase clock (the service saw the added latency only inside
+the phase), scrapes it as ``dep-db``, and the report's figures for ``db`` equal the
+proxy's own counters and the service's own record of its connections and bytes. About
+15 s.
+"""
+
+from __future__ import annotations
+
+import json
+import socketserver
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.scenario_runs import assert_nothing_left, only_run, run_harness
+
+pytestmark = pytest.mark.integration
+
+SERVICE = Path(__file__).resolve().parent / "data" / "tcp_dep_service.py"
+
+SCENARIO = """\
+name: tcp-dependency
+seed: 4
+warmup: 1050ms
+duration: 8s
+metrics: {{interval: 1s}}
+traffic:
+  q: {{path: /q, rate: 10, timeout: 3s}}
+dependencies:
+  db:
+    tcp: 127.0.0.1:{upstream}
+    phases:
+      - {{name: db-slow, start: 3s, duration: 3s, toxics: [{{type: latency, latency: 200ms}}]}}
+builds:
+  app:
+    command: [{python}, {service}, "{{port}}"]
+    metrics: {{path: null}}
+    env:
+      DB_ADDRESS: "{{dep.db.address}}"
+      DB_HOST: "{{dep.db.host}}"
+      DB_PORT: "{{dep.db.port}}"
+      LOG_FILE: "{{run_dir}}/{{build}}/calls.csv"
+"""
+
+
+class _Echo(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        while data := self.request.recv(4096):
+            self.request.sendall(data)
+
+
+@pytest.fixture
+def echo() -> Iterator[int]:
+    """A TCP echo server on loopback (the real upstream), stopped after the test."""
+    socketserver.ThreadingTCPServer.daemon_threads = True
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _last(metrics: pd.DataFrame, series: str, labels: str = "{}") -> float:
+    """The proxy's own counter as last scraped (after the load: its final value)."""
+    rows = metrics[(metrics["source"] == "dep-db") & (metrics["series"] == series)]
+    rows = rows[rows["labels"] == labels]
+    return float(rows.sort_values("t")["value"].iloc[-1])
+
+
+def test_tcp_dependency_latency_phase(tmp_path: Path, echo: int) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO.format(upstream=echo, python=sys.executable, service=SERVICE))
+    done = run_harness(["run", str(scenario), "--results", str(tmp_path / "results")], 180)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    run_dir = only_run(tmp_path / "results")
+    assert_nothing_left(run_dir)
+    bdir = run_dir / "app"
+    calls = pd.read_csv(bdir / "calls.csv", names=["start", "elapsed", "sent", "received"])
+    report = json.loads((run_dir / "report.json").read_text())
+    build = report["builds"]["app"]
+    t0 = build["t0"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["builds"]["app"]["dependencies"]["db"]["api_url"].startswith("tcp://")
+    assert (calls["received"] == calls["sent"]).all() and len(calls) >= 80
+
+    # The latency toxic held on the run's clock: only calls inside the phase were slowed.
+    # (Arrivals are 0.1 s apart from the load's start, 1.05 s before t0: each call is
+    # 50 ms from any edge of the window or the phase.)
+    at = calls["start"] - t0
+    inside = calls[(at >= 3) & (at < 6)]
+    outside = calls[(at < 3) | (at >= 6)]
+    assert len(inside) == 30 and len(outside) >= 50
+    assert (inside["elapsed"] >= 0.2).all(), inside
+    assert (outside["elapsed"] < 0.1).all(), outside
+
+    # The figures equal the service's own record and the proxy's own counters (as last
+    # scraped, after the load: its warmup's connections too, which no window holds).
+    metrics = pd.read_parquet(bdir / "metrics.parquet")
+    db = build["dependencies"]["db"]
+    measured = calls[(at >= 0) & (at < 8)]
+    assert _last(metrics, "proxy_connections_total") == len(calls)
+    assert db["connections"] == len(measured) >= 75
+    up, down = '{"stream":"upstream"}', '{"stream":"downstream"}'
+    assert _last(metrics, "proxy_bytes_total", up) == calls["sent"].sum()
+    assert _last(metrics, "proxy_bytes_total", down) == calls["received"].sum()
+    assert db["bytes_upstream"] == measured["sent"].sum()
+    assert db["bytes_downstream"] == measured["received"].sum()
+    latency = '{"toxic":"latency"}'
+    assert db["toxics_applied"] == _last(metrics, "proxy_toxics_applied_total", latency)
+    assert db["upstream_errors"] == 0 == _last(metrics, "proxy_upstream_errors_total")
+    # In the phase: its connections, each hit by the toxic; no toxic outside it.
+    assert db["connections_fault"] == len(inside)
+    # Bytes back count when the proxy passed them on: 200 ms late inside the phase, so the
+    # answers to the calls of its last 200 ms came back after it.
+    back = calls["start"] + calls["elapsed"] - t0
+    assert db["bytes_downstream_fault"] == calls[(back >= 3) & (back < 6)]["received"].sum()
+    assert db["bytes_downstream_fault"] < inside["received"].sum()
+    assert db["toxics_applied_fault"] == db["toxics_applied"] == len(inside)
+    assert db["toxics_in_force_max_fault"] == 1
+    phase = build["phases"]["db-slow"]["dependencies"]["db"]
+    assert phase["connections"] == db["connections_fault"]
+    assert phase["bytes_downstream"] == db["bytes_downstream_fault"]
+    # The headline table says them.
+    assert "db connections (" in (run_dir / "report.md").read_text()
