@@ -43,7 +43,8 @@ class Seen:
 class Upstream:
     """A real HTTP upstream on 127.0.0.1, in a thread of its own: records every request and
     answers by path (``/status/N``, ``/sleep/MS``, ``/binary``, ``/gzip``, ``/large``,
-    ``/redirect``, ``/no-content``, ``/echo-body``; anything else: 200 ``upstream saw <path_qs>`` with two ``Set-Cookie``)."""
+    ``/redirect``, ``/no-content``, ``/echo-body``; anything else: 200 ``upstream saw
+    <path_qs>`` with two ``Set-Cookie``)."""
 
     def __init__(self) -> None:
         self.seen: list[Seen] = []
