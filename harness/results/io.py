@@ -62,11 +62,11 @@ LEDGER_DTYPES = {
     "duration_s": "float64",
     "client_gone": "bool",
     "path": "string",
+    "method": "string",
+    "route": "string",
     "queue_s": "float64",
     "service_s": "float64",
     "abandoned": "bool",
-    "method": "string",
-    "route": "string",
     "rejected": "bool",
 }
 LEDGER_OPTIONAL = ("path", "method", "route", "queue_s", "service_s", "abandoned", "rejected")
@@ -449,13 +449,13 @@ def ledger_from_csv(csv_path: Path) -> pd.DataFrame:
     if not csv_path.exists() or csv_path.stat().st_size == 0:
         return empty_frame(LEDGER_DTYPES)
     frame = read_live_csv(csv_path)
+    if "route" in frame.columns:  # a row cut short lacks its last column (a route has a name)
+        frame = frame[frame["route"].fillna("") != ""].copy()
     if "path" in frame.columns:  # a row cut short lacks its last column (every path has a "/")
         frame = frame[frame["path"].fillna("") != ""].copy()
     else:
         frame["path"] = LEDGER_PATH_BEFORE_COLUMN
     capacity = "rejected" in frame.columns
-    if "route" in frame.columns:  # a row cut short lacks its last column (a route has a name)
-        frame = frame[frame["route"].fillna("") != ""].copy()
     if capacity:  # a row cut short lacks its last column
         frame = frame[frame["rejected"].fillna("") != ""].copy()
     for col in ("arrival", "attempt", "status", "duration_s"):
@@ -524,6 +524,13 @@ def keep_live_logs(build_dir: Path) -> dict[str, int]:
 DEPENDENCY_PREFIX = "dep-"
 """A named dependency's files in a build's folder: ``dep-NAME-ledger.csv`` while it runs,
 ``dep-NAME.parquet`` after (``pg``'s are ``pg-ledger.csv`` and ``pg.parquet``)."""
+
+
+def dependency_calls(kept: dict[str, int]) -> dict[str, int]:
+    """The calls each named dependency's ledger kept, by name, from ``keep_live_logs``'s counts
+    (the manifest's ``dependency_calls``)."""
+    prefix = DEPENDENCY_PREFIX
+    return {k[len(prefix) :]: n for k, n in kept.items() if k.startswith(prefix)}
 
 
 def dependency_ledgers(build_dir: Path) -> dict[str, Path]:

@@ -43,6 +43,7 @@ from pathlib import Path
 from harness.core.errors import HarnessError, RunError
 from harness.results.io import (
     RESERVE_NAME,
+    dependency_calls,
     keep_live_logs,
     live_sample_files,
     lock_dir,
@@ -284,6 +285,8 @@ def _close(run_dir: Path, manifest: ManifestRecord, report: CleanReport) -> list
             continue
         kept = keep_live_logs(bdir)
         info["samples"], info["pg_calls"] = kept["samples"], kept["pg_calls"]
+        if named := dependency_calls(kept):
+            info["dependency_calls"] = named
         done.append(f"{key}: {info['samples']} samples, {info['pg_calls']} gateway calls kept")
         build = scenario.builds.get(info["build"]) if scenario else None
         if build is not None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.core.errors import RunError
-from harness.results.io import DEPENDENCY_PREFIX, keep_live_logs, write_parquet_atomic
+from harness.results.io import dependency_calls, keep_live_logs, write_parquet_atomic
 from harness.results.manifest import BuildRecord
 from harness.run.scraper import Scraper
 from harness.run.targets import Target
@@ -46,11 +46,7 @@ def save_build(
     def keep_logs() -> None:
         kept = keep_live_logs(bdir)
         info["samples"], info["pg_calls"] = kept["samples"], kept["pg_calls"]
-        named = {
-            k[len(DEPENDENCY_PREFIX) :]: n
-            for k, n in kept.items()
-            if k.startswith(DEPENDENCY_PREFIX)
-        }
+        named = dependency_calls(kept)
         if named:
             info["dependency_calls"] = named
 
