@@ -146,4 +146,7 @@ def combine_repetitions(reps: list[BuildFigures], seed: int = 0) -> BuildFigures
         combined["abort"] = aborted
     combined["repetitions"] = len(reps)
     combined["ci95"] = ci
+    blocks = [r.get("blocks") or {} for r in reps]
+    if all(blocks):  # the judge's blocks: every repetition's, one after another
+        combined["blocks"] = {k: [v for b in blocks for v in b.get(k, [])] for k in blocks[0]}
     return combined

@@ -19,6 +19,7 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
+
 from harness.analysis import validity
 from harness.analysis.aborted import covered_until, cut_aborted, measured_until
 from harness.analysis.answers import served, stood_in
@@ -45,6 +46,7 @@ from harness.analysis.endpoints import EPS_S, endpoint_info, endpoint_stats
 from harness.analysis.gateway_check import silent_gateway
 from harness.analysis.idle import build_idle_warnings
 from harness.analysis.in_flight import InFlight
+from harness.analysis.judge import flat_blocks
 from harness.analysis.ledger import ledger_figures
 from harness.analysis.model import (
     SCHEMA,
@@ -403,6 +405,7 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     }
     if any(ep.retry is not None for ep in scenario.traffic.values()):
         figures["load"] = load_per_s(build.samples, data.t0, duration)
+    figures["blocks"] = _blocks(data, scenario)
     resources = resource_figures(data.resources, (data.t0, end), windows.fault)
     if resources is not None:  # a docker build: what its container cost
         figures["resources"] = resources
@@ -465,6 +468,18 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["not_measured"] = missing
     cut_aborted(figures, scenario, build.info)  # a gate with abort: true stopped its load
     return figures
+
+
+def _blocks(data: BuildSeries, scenario: Scenario) -> dict[str, list[float | None]]:
+    """The judge's blocks (``analysis.judge.flat_blocks``) of every endpoint, over the
+    measured window and each phase; requests the generator dropped are not counted."""
+    windows = {"": (data.t0, data.t0 + scenario.duration)}
+    windows |= {f"[{p.name}]": (data.t0 + p.start, data.t0 + p.end) for p in scenario.phases}
+    by_endpoint = {}
+    for name, samples in data.by_endpoint.items():
+        sent = samples[samples["error"] != DROPPED]
+        by_endpoint[name] = (sent, served(sent))
+    return flat_blocks(by_endpoint, windows)
 
 
 def _in_flight(data: BuildSeries, fault: tuple[float, float]) -> InFlightFigures:

@@ -356,6 +356,12 @@ class BuildFigures(TypedDict):
     """With ``--repeat N``: N, and every number is the mean of N repetitions."""
     ci95: NotRequired[dict[str, list[float | None]]]
     """With ``--repeat N``: a bootstrap 95% interval per flattened figure."""
+    blocks: NotRequired[dict[str, list[float | None]]]
+    """Each endpoint figure the judge knows (``analysis.judge.POLICIES``) per 5-s block of the
+    measured window and of each phase, by flattened name (``products.latency_s.p99[outage]``):
+    what ``harness compare``, the gates' ``not worse than`` and ``harness tune`` judge noise
+    from. With ``--repeat N``, every repetition's blocks one after another. Absent in
+    reports written before the judge."""
     abort: NotRequired[AbortRecord]
     """Only for a build a gate with ``abort: true`` stopped: the manifest's ``abort``
     (``gate``, ``expr``, ``phase``, ``at_s``, ``value``, ``limit``); with ``--repeat``, the

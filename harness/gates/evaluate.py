@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.analysis.format import figure, number
+from harness.analysis.judge import NO_BLOCKS, Policy, blocks_of, flat_key, judge, policy_of
 from harness.analysis.model import Report
 from harness.core.catalogue import DEPENDENCY, ENDPOINT, Figure, Unit, gated, unit_of
 from harness.gates.select import not_run
@@ -229,6 +230,8 @@ def evaluate(gate: Gate, report: Report, baseline: Report | None = None) -> Gate
         (str(m), _value_or_none(m, report, baseline)) for m in dict.fromkeys(gate.metrics())
     )
     unit = _unit(gate)
+    if gate.judged is not None:
+        return _judged(gate, report, baseline, figures, unit)
     try:
         left = _value(gate.left, report, baseline)
         right = _value(gate.right, report, baseline)
@@ -240,7 +243,104 @@ def evaluate(gate: Gate, report: Report, baseline: Report | None = None) -> Gate
         )
     ok = _COMPARE[gate.op](left, right)
     verdict: Literal["pass", "fail"] = "pass" if ok else "fail"
-    return GateResult(gate.name, gate.text, left, gate.op, right, verdict, "", figures, unit)
+    noise = _margin_noise(gate, report, baseline, left, right)
+    return GateResult(gate.name, gate.text, left, gate.op, right, verdict, noise, figures, unit)
+
+
+def _sides(gate: Gate) -> tuple[Metric, Metric, float] | None:
+    """A threshold gate of one figure against ``k *`` another (``a.p95 <= 0.5 * b.p95``):
+    the two figures and ``k``; None for any other shape."""
+    left, right, factor = gate.left, gate.right, 1.0
+    if isinstance(right, BinOp) and right.op == "*":
+        if isinstance(right.left, Number) and isinstance(right.right, Metric):
+            factor, right = right.left.value, right.right
+        elif isinstance(right.right, Number) and isinstance(right.left, Metric):
+            factor, right = right.right.value, right.left
+    if isinstance(left, Metric) and isinstance(right, Metric) and left.path == right.path:
+        return left, right, factor
+    return None
+
+
+def _blocks(metric: Metric, report: Report, baseline: Report | None) -> list[float | None] | None:
+    source = baseline if metric.baseline else report
+    if source is None:
+        return None
+    build = source["builds"].get(metric.build)
+    if build is None or metric.replica is not None:
+        return None
+    key = flat_key(metric.path, metric.phase, build["endpoints"])
+    return None if key is None else blocks_of(build, key)
+
+
+def _margin_noise(
+    gate: Gate, report: Report, baseline: Report | None, left: float, right: float
+) -> str:
+    """What a threshold gate between two builds' same figure adds to its detail: that its
+    margin is within noise, when the judge cannot tell the left side's blocks from the
+    right side's scaled by the gate's factor ("" otherwise, or without blocks)."""
+    sides = _sides(gate)
+    if sides is None:
+        return ""
+    a, b = _blocks(sides[1], report, baseline), _blocks(sides[0], report, baseline)
+    source = baseline if sides[0].baseline else report
+    build = None if source is None else source["builds"].get(sides[0].build)
+    key = None if build is None else flat_key(sides[0].path, None, build["endpoints"])
+    policy = None if key is None else policy_of(key)
+    if a is None or b is None or policy is None:
+        return ""
+    scaled = [None if v is None else v * sides[2] for v in a]
+    found = judge(scaled, b, policy, allowed_pct=0.0)
+    if found.verdict != "within noise":
+        return ""
+    return f"margin within noise: {_show(left, gate)} against {_show(right, gate)}, {found.why}"
+
+
+def _show(value: float, gate: Gate) -> str:
+    unit = _unit(gate)
+    return figure(value, unit) if unit else number(value)
+
+
+def _judged(
+    gate: Gate,
+    report: Report,
+    baseline: Report | None,
+    figures: tuple[tuple[str, float | None], ...],
+    unit: Unit,
+) -> GateResult:
+    """``left not worse than right [by N%]``: the judge over both sides' blocks; fails on
+    ``worse``; ``not enough data`` is an error for a critical figure, else a skip."""
+    assert isinstance(gate.left, Metric) and isinstance(gate.right, Metric)
+    assert gate.judged is not None
+    left, right = dict(figures).get(str(gate.left)), dict(figures).get(str(gate.right))
+
+    def result(verdict: Literal["pass", "fail", "error", "skip"], detail: str) -> GateResult:
+        return GateResult(
+            gate.name, gate.text, left, gate.op, right, verdict, detail, figures, unit
+        )
+
+    try:  # the figures themselves first: a build or a baseline missing says so as today
+        _value(gate.left, report, baseline)
+        _value(gate.right, report, baseline)
+    except _Missing as exc:
+        return result("error", str(exc))
+    build = report["builds"][gate.left.build]
+    key = flat_key(gate.left.path, gate.left.phase, build["endpoints"])
+    policy = None if key is None else policy_of(key)
+    if key is None or policy is None:
+        return result("error", f"the judge does not know {gate.left}")
+    mine, theirs = _blocks(gate.left, report, baseline), _blocks(gate.right, report, baseline)
+    if mine is None or theirs is None:
+        side = gate.left if mine is None else gate.right
+        return result(_no_data(policy), f"{side}: {NO_BLOCKS}")
+    found = judge(theirs, mine, policy, allowed_pct=gate.judged.allowed_pct)
+    if found.verdict == "not enough data":
+        return result(_no_data(policy), f"not enough data: {found.why}")
+    verdict: Literal["pass", "fail"] = "fail" if found.verdict == "worse" else "pass"
+    return result(verdict, f"{found.verdict}: {found.why}")
+
+
+def _no_data(policy: Policy) -> Literal["error", "skip"]:
+    return policy.without_data
 
 
 def _against_bound(

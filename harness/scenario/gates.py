@@ -4,6 +4,7 @@ A gate is one comparison written in a small grammar, parsed here without
 ``eval``::
 
     gate   := expr ("<=" | "<" | ">=" | ">" | "==" | "!=") expr
+            | metric "not worse than" (build | "baseline" | "baseline." build) ["by" NUMBER "%"]
     expr   := term (("+" | "-") term)*          write "a - b" with spaces:
     term   := unary (("*" | "/") unary)*        names may contain "-"
     unary  := "-" unary | atom
@@ -20,6 +21,14 @@ Examples::
     scaled.replicas.0.breaker.open_pct[outage] >= 50            (replicas: N, replica 0)
     scaled.replicas.max.time_to_open - scaled.replicas.min.time_to_open >= 2s
     probe5.breaker.opens[blips] * 3 <= probe1.breaker.opens[blips]
+    after.products.p99[outage] not worse than before by 10%
+    after.products.p99[outage] not worse than baseline by 10%     (the --baseline run's after)
+
+``not worse than`` is the judge's (``harness.analysis.judge``): it compares the figure's
+5-s blocks (or ``--repeat``'s repetitions) of both sides and fails only when the figure is
+worse beyond noise by more than ``by`` (the figure's own allowed change without it,
+``harness.core.judge_policy.POLICIES``); ``not enough data`` is an error for a critical
+figure, else a skip.
 
 Without ``[phase]`` a figure covers the whole measured window, except busy
 workers, blocked calls per second and the breaker's open share, which cover
@@ -42,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.core.catalogue import DEPENDENCY, ENDPOINT, GATED, endpoint_gate, gated
+from harness.core.judge_policy import POLICIES, policy_of
 from harness.scenario.bounds import check_printable
 from harness.scenario.gate_tokens import MAX_GATE_CHARS as MAX_GATE_CHARS
 from harness.scenario.gate_tokens import MAX_GATE_DEPTH as MAX_GATE_DEPTH
@@ -107,14 +117,29 @@ Node = Number | Metric | BinOp | Neg
 
 
 @dataclass(frozen=True)
+class Judged:
+    """``left not worse than right [by N%]``: the judge's comparison of one figure of two
+    builds (or of a build and the baseline run's)."""
+
+    allowed_pct: float | None = None
+    """``by N%``; None: the figure's own allowed change (``POLICIES``)."""
+
+
+JUDGED = ("not", "worse", "than")
+"""The words of the judge's comparison."""
+
+
+@dataclass(frozen=True)
 class Gate:
-    """A parsed gate: ``left op right``."""
+    """A parsed gate: ``left op right``; with ``judged``, ``left`` and ``right`` are the two
+    sides' figure (``op`` reads ``<=``: not worse)."""
 
     name: str
     text: str
     left: Node
     op: Comparator
     right: Node
+    judged: Judged | None = None
 
     def metrics(self) -> list[Metric]:
         return _metrics(self.left) + _metrics(self.right)
@@ -165,6 +190,8 @@ class _Parser:
 
     def gate(self, name: str) -> Gate:
         left = self.expr()
+        if (tok := self.peek()) is not None and tok[:2] == ("name", JUDGED[0]):
+            return self.judged(name, left)
         tok = self.take()
         if tok[0] != "cmp":
             raise GateSyntaxError(f"expected a comparison (<=, <, >=, >, ==, !=), found {tok[1]!r}")
@@ -173,6 +200,40 @@ class _Parser:
             raise GateSyntaxError(f"unexpected {self.peek()[1]!r} after the comparison")  # type: ignore[index]
         op: Comparator = tok[1]  # type: ignore[assignment]
         return Gate(name=name, text=self.text, left=left, op=op, right=right)
+
+    def judged(self, name: str, left: Node) -> Gate:
+        """``metric not worse than (build | baseline | baseline.build) [by N%]``."""
+        if not isinstance(left, Metric) or left.replica is not None:
+            raise GateSyntaxError(
+                "'not worse than' compares one figure of a build, e.g. "
+                "after.products.p99[outage] not worse than before by 10%"
+            )
+        for word in JUDGED:
+            self.expect(word)
+        kind, value, _ = self.take()
+        dotted = "." in value and not value.startswith(f"{BASELINE}.")
+        if kind != "name" or dotted or value.count(".") > 1:
+            raise GateSyntaxError(
+                f"after 'not worse than', a build, 'baseline' or 'baseline.BUILD', found {value!r}"
+            )
+        if value == BASELINE:
+            right = Metric(left.build, left.path, left.phase, baseline=True)
+        elif value.startswith(f"{BASELINE}."):
+            right = Metric(value.split(".", 1)[1], left.path, left.phase, baseline=True)
+        else:
+            right = Metric(value, left.path, left.phase)
+        allowed = None
+        if (tok := self.peek()) is not None and tok[:2] == ("name", "by"):
+            self.take()
+            kind, number, unit = self.take()
+            if kind != "num" or unit != "%":
+                raise GateSyntaxError(f"'by' takes a percentage (by 10%), found {number!r}")
+            allowed = float(number)
+            if not math.isfinite(allowed):
+                raise GateSyntaxError(f"the number {number[:20]}... is too large")
+        if self.peek() is not None:
+            raise GateSyntaxError(f"unexpected {self.peek()[1]!r} after the comparison")  # type: ignore[index]
+        return Gate(name, self.text, left, "<=", right, Judged(allowed))
 
     def expr(self) -> Node:
         node = self.term()
@@ -370,7 +431,25 @@ def check_gate(gate: Gate, scenario: Scenario, known: set[str] | None = None) ->
             problems.append(f"unknown figure {name!r}{hint}; known: {_some(known)}")
         elif metric.phase and is_uncut(name):
             problems.append(f"figure {name!r} is not cut by phase; drop [{metric.phase}]")
+    if gate.judged is not None and not problems:
+        problems += _judged_problems(gate, scenario)
     return problems or unit_problems(gate, scenario)
+
+
+def _judged_problems(gate: Gate, scenario: Scenario) -> list[str]:
+    """``not worse than`` needs a figure the judge knows (an endpoint's latency or success)."""
+    assert isinstance(gate.left, Metric)
+    name = ".".join(gate.left.path)
+    found = gated(name, scenario.traffic)
+    known = ", ".join(sorted({f"{ENDPOINT}.{k.rsplit('.', 1)[-1]}" for k in POLICIES}))
+    if found is None or found[1] is None or policy_of(f"{found[1]}.{_flat(found[0].key)}") is None:
+        return [f"the judge ('not worse than') does not know the figure {name!r}; it knows {known}"]
+    return []
+
+
+def _flat(key: str) -> str:
+    """A catalogue key's part after the endpoint (``latency_s.p99``, ``success_pct``)."""
+    return key.split(f"{ENDPOINT}.", 1)[-1]
 
 
 # ---------------------------------------------------------------- units

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import numpy as np
 import pytest
 
 from harness.gates.evaluate import evaluate
@@ -87,3 +88,63 @@ def test_junit_lists_every_gate() -> None:
     failure = cases[1].find("failure")
     assert failure is not None and "2.50 s < 1.00 s" in (failure.get("message") or "")  # its unit
     assert cases[2].find("error") is not None
+
+
+# ---------------------------------------------------------------- not worse than (the judge)
+
+
+def _judged_report(before: list[float], after: list[float]) -> dict[str, Any]:
+    report = _report(before_p95=float(np.median(before)), after_p95=float(np.median(after)),
+                     after_busy=1.0)  # fmt: skip
+    for name, blocks in (("before", before), ("after", after)):
+        report["builds"][name]["blocks"] = {
+            "products.latency_s.p99[outage]": blocks,
+            "products.latency_s.p95[outage]": blocks,
+        }
+    return report
+
+
+def _blocks(seed: int, scale: float = 1.0) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [float(v) for v in scale * np.exp(rng.normal(np.log(0.02), 0.2, 16))]
+
+
+def test_not_worse_than_fails_a_regression_beyond_noise() -> None:
+    report = _judged_report(_blocks(1), _blocks(2, scale=1.5))
+    gate = parse_gate("after.products.p99[outage] not worse than before by 10%")
+    result = evaluate(gate, report)
+    assert result.verdict == "fail" and result.detail.startswith("worse: shift +")
+    assert "beyond 10%" in result.detail
+    assert evaluate(parse_gate("after.products.p99[outage] not worse than before by 90%"),
+                    report).verdict == "pass"  # fmt: skip
+
+
+def test_not_worse_than_passes_within_noise_and_against_the_baseline_run() -> None:
+    report = _judged_report(_blocks(1), _blocks(2))
+    result = evaluate(parse_gate("after.products.p99[outage] not worse than before"), report)
+    assert result.verdict == "pass" and result.detail.startswith("within noise")
+    baseline = _judged_report(_blocks(3), _blocks(4, scale=2.0))
+    against = evaluate(parse_gate("after.products.p99[outage] not worse than baseline"),
+                       report, baseline)  # fmt: skip
+    assert against.verdict == "pass" and against.detail.startswith("better")
+    missing = evaluate(parse_gate("after.products.p99[outage] not worse than baseline"), report)
+    assert missing.verdict == "error" and "--baseline" in missing.detail
+
+
+def test_not_worse_than_without_blocks() -> None:
+    report = _judged_report([0.02], _blocks(2))
+    result = evaluate(parse_gate("after.products.p99[outage] not worse than before"), report)
+    assert result.verdict == "error" and "not enough data" in result.detail
+    del report["builds"]["before"]["blocks"]
+    old = evaluate(parse_gate("after.products.p99[outage] not worse than before"), report)
+    assert old.verdict == "error" and "re-render it with harness report" in old.detail
+
+
+def test_a_threshold_gate_says_when_its_margin_is_within_noise() -> None:
+    report = _judged_report(_blocks(1), _blocks(2, scale=0.5))
+    gate = parse_gate("after.products.p95[outage] <= 0.5 * before.products.p95[outage]")
+    result = evaluate(gate, report)
+    assert result.detail.startswith("margin within noise")
+    clear = evaluate(parse_gate("after.products.p95[outage] <= before.products.p95[outage]"),
+                     report)  # fmt: skip
+    assert clear.verdict == "pass" and clear.detail == ""

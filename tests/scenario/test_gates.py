@@ -130,3 +130,48 @@ def test_harness_gate_refuses_a_deep_extra_gate(depth: int, message: str) -> Non
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not isinstance(result.exception, RecursionError)
+
+
+# ---------------------------------------------------------------- not worse than (issue 31)
+
+
+def test_not_worse_than_is_parsed() -> None:
+    gate = parse_gate("after.products.p99[outage] not worse than before by 10%")
+    assert gate.left == Metric("after", ("products", "p99"), "outage")
+    assert gate.right == Metric("before", ("products", "p99"), "outage")
+    assert gate.judged is not None and gate.judged.allowed_pct == 10.0
+    own = parse_gate("after.products.p99 not worse than baseline")
+    assert own.right == Metric("after", ("products", "p99"), None, baseline=True)
+    assert own.judged is not None and own.judged.allowed_pct is None
+    other = parse_gate("after.products.success_pct not worse than baseline.before by 2%")
+    assert other.right == Metric("before", ("products", "success_pct"), None, baseline=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("after.products.p99 not worse than 2s", "a build, 'baseline' or 'baseline.BUILD'"),
+        ("after.products.p99 not worse than before by 10", "'by' takes a percentage"),
+        ("after.products.p99 not better than before", "expected 'worse'"),
+        ("2 * after.products.p99 not worse than before", "compares one figure of a build"),
+        ("after.products.p99 not worse than before by 10% and", "unexpected 'and'"),
+    ],
+)
+def test_not_worse_than_syntax_errors(text: str, message: str) -> None:
+    with pytest.raises(GateSyntaxError, match=message):
+        parse_gate(text)
+
+
+def test_not_worse_than_names_are_checked() -> None:
+    scenario = load_scenario_text(SCENARIO).scenario
+    assert check_gate(parse_gate("after.products.p99 not worse than before"), scenario) == []
+    (unknown,) = check_gate(parse_gate("after.products.p99 not worse than befor"), scenario)
+    assert "unknown build 'befor'" in unknown
+    figure = check_gate(parse_gate("after.prods.p99 not worse than before"), scenario)
+    assert "unknown figure 'prods.p99'" in figure[0]
+    (judged,) = check_gate(parse_gate("after.busy_workers.p50 not worse than before"), scenario)
+    assert "the judge ('not worse than') does not know the figure 'busy_workers.p50'" in judged
+    text = SCENARIO + 'gates:\n  - "after.prods.p99 not worse than before by 5%"\n'
+    with pytest.raises(ScenarioError) as info:
+        load_scenario_text(text, "g.yaml")
+    assert str(info.value.problems[0]).startswith("g.yaml:13:")
