@@ -2,7 +2,10 @@
 
 Each row gives both values, the % change and, when both sides were repeated
 (``harness run --repeat N``), each value's bootstrap 95% confidence interval and
-whether the difference is larger than the noise: the intervals do not overlap.
+whether the difference is larger than the noise: the intervals do not overlap. The
+verdict column is the judge's (``harness.analysis.judge``) for the figures it knows
+(an endpoint's latency and success), from both sides' 5-s blocks: ``better``, ``worse``,
+``within noise`` or ``not enough data``, the second side against the first.
 Figure names carry their phase in brackets (``p95[outage]``), so the terminal
 table is built of plain ``Text``, never markup.
 """
@@ -17,6 +20,7 @@ from rich.text import Text
 
 from harness.analysis.combine import change_pct, flatten
 from harness.analysis.format import change, interval, number
+from harness.analysis.judge import blocks_of, judge, policy_of
 from harness.analysis.model import BuildFigures, Report, read_report
 from harness.core.errors import InputError
 
@@ -33,6 +37,9 @@ class Row:
     ci_a: tuple[float, float] | None = None
     ci_b: tuple[float, float] | None = None
     """Each side's 95% interval, when it was repeated."""
+    verdict: str = "-"
+    """The judge's verdict of ``b`` against ``a`` with its shift (``worse (+24%, p=0.002)``);
+    ``-`` for a figure the judge does not know."""
 
     def cells(self) -> list[str]:
         """The row as text: figure, both values (with their intervals), change, noise."""
@@ -42,6 +49,7 @@ class Row:
             _value(self.b, self.ci_b),
             change(self.change_pct),
             _noise(self),
+            self.verdict,
         ]
 
 
@@ -80,8 +88,20 @@ def compare_builds(a: BuildFigures, b: BuildFigures) -> list[Row]:
         ia, ib = _interval(a, key), _interval(b, key)
         beyond = None if ia is None or ib is None else (ia[1] < ib[0] or ib[1] < ia[0])
         pct = change_pct(flat_a[key], flat_b[key])
-        rows.append(Row(key, flat_a[key], flat_b[key], pct, beyond, ia, ib))
+        verdict = _verdict(a, b, key)
+        rows.append(Row(key, flat_a[key], flat_b[key], pct, beyond, ia, ib, verdict))
     return rows
+
+
+def _verdict(a: BuildFigures, b: BuildFigures, key: str) -> str:
+    """The judge's verdict of ``b``'s figure against ``a``'s, from their blocks."""
+    policy = policy_of(key)
+    if policy is None:
+        return "-"
+    first, second = blocks_of(a, key), blocks_of(b, key)
+    if first is None or second is None:
+        return "not enough data"
+    return judge(first, second, policy).short()
 
 
 def compare_runs(
@@ -148,7 +168,7 @@ def rich_tables(labels: list[str], groups: dict[str, list[Row]]) -> list[Table]:
     tables = []
     for title, rows in groups.items():
         table = Table(title=Text(title))
-        for col in ("figure", labels[0], labels[1], "change", "beyond noise"):
+        for col in ("figure", labels[0], labels[1], "change", "beyond noise", "verdict"):
             table.add_column(Text(col), justify="left" if col == "figure" else "right")
         for r in rows:
             table.add_row(*(Text(c) for c in r.cells()))
@@ -166,8 +186,8 @@ def markdown(
         out += [
             f"### {title}",
             "",
-            f"| figure | {labels[0]} | {labels[1]} | change | beyond noise |",
-            "|---|---|---|---|---|",
+            f"| figure | {labels[0]} | {labels[1]} | change | beyond noise | verdict |",
+            "|---|---|---|---|---|---|",
         ]
         for r in rows:
             out.append("| " + " | ".join(r.cells()) + " |")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from harness.core.errors import InputError
@@ -49,7 +50,25 @@ def test_compare_runs_picks_builds() -> None:
 def test_markdown_rows_use_the_shared_number_format() -> None:
     rows = compare_builds(_build(2.0, (1.8, 2.2)), _build(1.0, (0.9, 1.1)))
     text = markdown(["before", "after"], {"before vs after": rows})
-    assert "| figure | before | after | change | beyond noise |" in text
+    assert "| figure | before | after | change | beyond noise | verdict |" in text
     # Each repeated side with its 95% interval.
     assert "| products.latency_s.p95 | 2 [1.8, 2.2] | 1 [0.9, 1.1] | -50.0% | yes |" in text
-    assert "| products.latency_s.p50 | 0.1 | 0.1 | +0.0% | n/a |" in text
+    assert "| products.latency_s.p50 | 0.1 | 0.1 | +0.0% | n/a | not enough data |" in text
+
+
+def test_the_verdict_column_is_the_judges() -> None:
+    rng = np.random.default_rng(5)
+    base = [0.02 * v for v in rng.lognormal(0.0, 0.1, 12)]
+    slow, same = _build(2.0), _build(2.0)
+    before = _build(2.0)
+    before["blocks"] = {"products.latency_s.p95": base}
+    slow["blocks"] = {"products.latency_s.p95": [v * 1.5 for v in base]}
+    same["blocks"] = {"products.latency_s.p95": base[::-1]}
+    rows = {r.figure: r for r in compare_builds(before, slow)}
+    assert rows["products.latency_s.p95"].verdict.startswith("worse (+50%, p=")
+    assert rows["products.latency_s.p99"].verdict == "not enough data"  # no blocks for it
+    assert rows["workers.busy_p50_fault"].verdict == "-"  # a figure the judge does not know
+    same_rows = {r.figure: r for r in compare_builds(before, same)}
+    assert same_rows["products.latency_s.p95"].verdict.startswith("within noise")
+    text = markdown(["before", "after"], {"before vs after": compare_builds(before, slow)})
+    assert "| products.latency_s.p95 | 2 | 2 | +0.0% | n/a | worse (+50%, p=" in text
