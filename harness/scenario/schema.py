@@ -33,7 +33,6 @@ from pydantic import (
 from harness.core.durations import Duration, format_duration
 from harness.core.rates import RateProfile, peak_of_sum
 from harness.core.yamlmodel import StrictModel
-from harness.scenario.outcomes import Outcomes, PresetName
 from harness.scenario.bounds import (
     MAX_BUILDS,
     MAX_DURATION_S,
@@ -72,6 +71,7 @@ from harness.scenario.dependencies import (
     toxic_problems,
 )
 from harness.scenario.faults import PgSchedule, Phase
+from harness.scenario.outcomes import Outcomes, PresetName
 from harness.scenario.placeholders import DEPENDENCY_PLACEHOLDER, placeholders_in
 from harness.scenario.recovery import RecoverySettings, recovery_problems
 from harness.scenario.requests import Method, RequestShape, shape_problems
@@ -436,6 +436,15 @@ class Scenario(StrictModel):
         for build, spec in self.builds.items():
             for text in _texts(spec.model_dump()):
                 for placeholder in placeholders_in(text):
+                    if placeholder == "pg_url" and not self.has_pg:
+                        found.append(
+                            (
+                                ("builds", build),
+                                "{pg_url} is the payment gateway's URL, which this scenario "
+                                "does not play (it names dependencies and gives no pg:); "
+                                "use {dep.NAME.url}, or add pg:",
+                            )
+                        )
                     m = DEPENDENCY_PLACEHOLDER.match(placeholder)
                     if m is None:
                         continue
@@ -461,6 +470,17 @@ class Scenario(StrictModel):
                             )
                         )
         fixed = any(not b.cappable for b in self.builds.values())  # a url build: its own config
+        if fixed:  # started by someone else, with its dependencies' URLs: they must not move
+            found += [
+                (
+                    ("dependencies", name),
+                    f"a url build needs dependencies.{name}.port: the harness does not start "
+                    "that service, so it cannot tell it where this dependency is; set port: N "
+                    "and point the service at http://127.0.0.1:N",
+                )
+                for name, dep in self.dependencies.items()
+                if dep.port is None
+            ]
         for name, dep in self.dependencies.items():
             if name not in named and not (fixed and dep.port is not None):
                 where = "address" if dep.api == "tcp" else "URL"
@@ -488,17 +508,6 @@ class Scenario(StrictModel):
             for dep in self.played()
             for i, phase in enumerate(dep.phases)
             if phase.target is not None and uncapped
-        if fixed:  # started by someone else, with its dependencies' URLs: they must not move
-            found += [
-                (
-                    ("dependencies", name),
-                    f"a url build needs dependencies.{name}.port: the harness does not start "
-                    "that service, so it cannot tell it where this dependency is; set port: N "
-                    "and point the service at http://127.0.0.1:N",
-                )
-                for name, dep in self.dependencies.items()
-                if dep.port is None
-            ]
         ]
 
     def _measure_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
