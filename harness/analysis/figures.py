@@ -444,6 +444,9 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     stalls = validity.warnings(data.gaps, interval, data.t0, lateness, worst, failed, on_app_port)
     warnings = [*data.warnings, *([silent] if silent else []), *stalls]
     warnings += build_idle_warnings(scenario, build, data)  # a Retry, a breaker never set off
+    in_force = build.info.get("settings_in_force")  # settings the service does not hold
+    if in_force is not None:
+        warnings += in_force["differences"] + ([in_force["unread"]] if "unread" in in_force else [])
     if warnings:  # only when something read looks wrong (a half-counted breaker, no call)
         figures["warnings"] = warnings
     phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.phases}

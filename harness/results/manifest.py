@@ -127,6 +127,36 @@ class DependencyUrls(TypedDict):
     control_url: str
 
 
+class Reported(TypedDict):
+    """One setting as the service said it."""
+
+    value: Any
+    source: str
+    """Where it was read: ``actuator/configprops``, ``actuator/circuitbreakers``
+    (``harness.run.settings_in_force``)."""
+    origin: NotRequired[str]
+    """Where Spring took it from (configprops' ``inputs``): a file and line, an env var."""
+    bound: NotRequired[Any]
+    """Read from ``actuator/circuitbreakers``: the value Spring bound to the same name
+    (``actuator/configprops``), which the application's code may have replaced."""
+
+
+class SettingsInForce(TypedDict):
+    """A build's ``settings_in_force`` (manifest): what the service said it has in force."""
+
+    sources: dict[str, str]
+    """Each place asked -> ``read``, or why not (``404``, ``connection refused``)."""
+    settings: dict[str, Reported]
+    """Setting (Spring's dotted name, kebab-case, instance names as the service has them)
+    -> its value as the service said it."""
+    instances: dict[str, list[str]]
+    """Resilience4j's kind (``circuitbreaker``) -> its instances' names seen in the metrics."""
+    differences: list[str]
+    """A sentence per setting the build gave that the service does not hold (warnings)."""
+    unread: NotRequired[str]
+    """Said once when the build gave settings and nothing could be read back."""
+
+
 class BuildRecord(KindRecord):
     """One build's (one repetition's) entry in ``builds``: what ran and how it went."""
 
@@ -177,6 +207,10 @@ class BuildRecord(KindRecord):
     ended_at: NotRequired[str]
     abort: NotRequired[AbortRecord]
     """Only when a gate with ``abort: true`` stopped the build (its status ``aborted``)."""
+    settings_in_force: NotRequired[SettingsInForce]
+    """What the service said it has in force after health, and how it differs from what
+    the build set (``harness.run.settings_in_force``); absent for a build with no Actuator
+    that was given no Spring setting."""
 
 
 class ManifestRecord(TypedDict):

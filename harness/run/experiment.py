@@ -60,6 +60,7 @@ from harness.run.manifest import Manifest
 from harness.run.processes import Child, ProcessGroup, shielded_from_signals, wait_http
 from harness.run.saving import save_build
 from harness.run.scraper import Scraper, window_edges
+from harness.run.settings_in_force import read_service
 from harness.run.targets import Launch, Preflight, PreflightContext, Target, TargetContext
 from harness.run.watch import watch_load
 from harness.scenario.dependencies import PG, Played
@@ -333,6 +334,7 @@ class Experiment:
         wait_healthy(launch, group)
         if launch.metrics_url is not None:
             check_metrics(launch.metrics_url, preset=info["preset"])
+        self._read_settings(launch, info)
         sources = {"target": launch.metrics_url} if launch.metrics_url else {}
         sources.update(launch.extra_metrics)
         sources.update({dep.source: f"{controls[dep.name]}/metrics" for dep in played})
@@ -344,6 +346,18 @@ class Experiment:
             timeout_s=self.scenario.metrics.scrape_timeout(),
         )
         return scraper.start()
+
+    def _read_settings(self, launch: Launch, info: BuildRecord) -> None:
+        """The settings in force, read back from the healthy build and compared with what
+        it was given (``harness.run.settings_in_force``): recorded, each difference said."""
+        given = self.scenario.builds[info["build"]].spring_settings()
+        found = read_service(launch.metrics_url, launch.health_urls, given)
+        if found is None:
+            return
+        info["settings_in_force"] = found
+        key = next(k for k, record in self.manifest.builds.items() if record is info)
+        for text in [*found["differences"], *([found["unread"]] if "unread" in found else [])]:
+            self.listener.warning(key, text)
 
     def _drive_load(
         self,

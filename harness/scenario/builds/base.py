@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.core.yamlmodel import StrictModel
+from harness.scenario.builds.spring_properties import SetSetting
 
 YamlPath = tuple[str | int, ...]
 
@@ -83,6 +84,12 @@ class BuildSettings(StrictModel):
         gateway; None: they do not say (the service's own code or configuration does).
         ``harness.analysis.idle`` warns of a Retry that never retried only where it knows."""
         return None
+
+    def spring_settings(self) -> list[SetSetting]:
+        """The Spring settings (Resilience4j's among them) the build gives its service, which
+        the run reads back from the service and compares (``harness.run.settings_in_force``);
+        none for a kind that gives none."""
+        return []
 
     def scenario_problems(
         self, at: YamlPath, *, pg_port: int | None, allow_remote: bool

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from harness.scenario.builds.base import Recommendation, SimulatorModel, YamlPath
 from harness.scenario.builds.service import ServiceBuild
+from harness.scenario.builds.spring_properties import SetSetting, settings_given
 from harness.scenario.placeholders import Argv, Env, Plain
 
 
@@ -37,6 +38,9 @@ class CommandBuild(ServiceBuild):
         "service, which harness simulate (and tune --screen) may model; without it a command "
         "build is refused by the simulator",
     )
+
+    def spring_settings(self) -> list[SetSetting]:
+        return settings_given({}, self.env, list(self.command[1:]))
 
     def templated(self) -> Iterator[str]:
         yield from self.command

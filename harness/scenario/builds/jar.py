@@ -27,9 +27,11 @@ from harness.scenario.builds.service import (
     ServiceBuild,
 )
 from harness.scenario.builds.spring_properties import (
+    SetSetting,
     argument_problem,
     leaves,
     property_problems,
+    settings_given,
     texts,
 )
 from harness.scenario.placeholders import Plain, Templated
@@ -128,6 +130,9 @@ class JarBuild(ServiceBuild):
         yield from self.args
         for leaf in leaves(self.properties):
             yield from (text for _, text in texts(leaf.value, ()))
+
+    def spring_settings(self) -> list[SetSetting]:
+        return settings_given(self.properties, {}, list(self.args))
 
     def ports_to_listen(self) -> dict[str, str]:
         return {"port": "server.port", "metrics_port": "management.server.port"}

@@ -13,6 +13,7 @@ nested, or in two spellings) is refused, since which one Spring keeps is not sai
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -205,3 +206,62 @@ def filled(value: Any, values: Mapping[str, str]) -> Any:
     if isinstance(value, list):
         return [filled(item, values) for item in value]
     return value
+
+
+@dataclass(frozen=True)
+class SetSetting:
+    """A Spring setting a build gives its service, read back and compared after health
+    (``harness.run.settings_in_force``)."""
+
+    name: tuple[str, ...]
+    """Its name's elements as Spring compares them (``elements``)."""
+    written: str
+    """The name as the scenario wrote it, dotted."""
+    value: Any
+    where: str
+    """Where the build gives it: ``properties``, ``env SPRING_APPLICATION_JSON``, ``args``."""
+
+
+_UNKNOWN = "\ue000"
+"""Stands for a placeholder's value in a templated text: only the run knows it."""
+
+
+def _as_run_gives(text: str) -> str:
+    """A templated text (an env value, an argument) as the service will read it, each
+    placeholder ``_UNKNOWN``."""
+    return fill(text, {name: _UNKNOWN for name in placeholders_in(text)})
+
+
+def settings_given(
+    properties: Mapping[str, Any], env: Mapping[str, str], args: list[str]
+) -> list[SetSetting]:
+    """What a build sets in Spring's names: its ``properties``, the environment's
+    ``SPRING_APPLICATION_JSON`` (a JSON object, nested or dotted) and ``--name=value``
+    arguments (both templated: ``{{`` is a brace). A value with a placeholder in it (a
+    port the harness picks) is left out: only the run knows it, and no Resilience4j
+    setting takes one."""
+    found: list[SetSetting] = []
+
+    def add(mapping: Mapping[str, Any], where: str) -> None:
+        for leaf in leaves(mapping):
+            if leaf.value is None:
+                continue
+            if any(placeholders_in(t) or _UNKNOWN in t for _, t in texts(leaf.value, ())):
+                continue
+            written = ".".join(str(p) for p in leaf.path)
+            found.append(SetSetting(leaf.name, written, leaf.value, where))
+
+    add(properties, "properties")
+    raw = env.get("SPRING_APPLICATION_JSON")
+    if raw:
+        try:
+            parsed = json.loads(_as_run_gives(raw))
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            add(parsed, "env SPRING_APPLICATION_JSON")
+    for text in args:
+        match = _ARG.match(_as_run_gives(text))
+        if match is not None and match.group(2) is not None:
+            add({match.group(1): match.group(2)[1:]}, "args")
+    return found
