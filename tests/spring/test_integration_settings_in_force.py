@@ -45,6 +45,7 @@ builds:
 """
 
 SETTING = "resilience4j.circuitbreaker.configs.default.failure-rate-threshold"
+BREAKER = "resilience4j.circuitbreaker.instances.pgClient"
 
 
 def test_a_default_setting_the_instance_overrides_is_warned(
@@ -59,7 +60,7 @@ def test_a_default_setting_the_instance_overrides_is_warned(
     found = info["settings_in_force"]
     assert found["sources"]["actuator/configprops"] == "read"
     assert found["sources"]["actuator/circuitbreakers"] == "read"
-    held = found["settings"]["resilience4j.circuitbreaker.instances.pgClient.failure-rate-threshold"]
+    held = found["settings"][f"{BREAKER}.failure-rate-threshold"]
     assert (held["value"], held["source"]) == (50.0, "actuator/circuitbreakers")
     assert "spring-shop.jar" in held["origin"]  # the jar's own application.yml
     assert "circuitbreaker" in found["instances"] and "pgClient" in found["instances"]["retry"]
