@@ -165,6 +165,10 @@ STATISTICS: tuple[Statistic, ...] = (
     Statistic("errors", "a named dependency's calls answered 5xx or not answered (status 0)"),
     Statistic("unmatched", "a named dependency's calls no stub route matched"),
     Statistic("held_p99", "the 99th percentile of how long a named dependency held a call (s)"),
+    Statistic("connections", "connections a TCP dependency's proxy accepted in the window"),
+    Statistic("bytes", "bytes a TCP dependency's proxy passed one way in the window"),
+    Statistic("toxics_applied", "connections a TCP dependency's toxics hit in the window"),
+    Statistic("upstream_errors", "connections a TCP dependency's proxy could not open upstream"),
 )
 """Every statistic a figure is read through: those a reducer reads from a series first,
 then those its source's code computes, in the order of the docs' table."""

@@ -470,6 +470,16 @@ FIGURES: tuple[Figure, ...] = (
     *_dependency("errors", "errors", "calls it answered 5xx or not at all (a hang, a reset)"),
     *_dependency("unmatched", "unmatched", "calls no route of its stubs matched (404)"),
     *_dependency("held_p99_s", "held_p99", "p99 of how long it held a call", unit="s"),
+    *_dependency("connections", "connections", "a TCP dependency: connections its proxy accepted"),
+    *_dependency("bytes_downstream", "bytes", "a TCP dependency: bytes from it to the service"),
+    *_dependency(
+        "toxics_applied", "toxics_applied", "a TCP dependency: connections its toxics hit"
+    ),
+    *_dependency(
+        "upstream_errors",
+        "upstream_errors",
+        "a TCP dependency: connections its proxy could not open to it",
+    ),
 )
 """Every figure, in the order of the headline table's rows and of the docs' tables."""
 

@@ -51,6 +51,10 @@ builds:
       DB_HOST: "{{dep.db.host}}"
       DB_PORT: "{{dep.db.port}}"
       LOG_FILE: "{{run_dir}}/{{build}}/calls.csv"
+gates:
+  - "app.dependencies.db.toxics_applied[db-slow] >= 1"
+  - "app.dependencies.db.connections >= 1"
+  - "app.dependencies.db.upstream_errors == 0"
 """
 
 
@@ -137,3 +141,4 @@ def test_tcp_dependency_latency_phase(tmp_path: Path, echo: int) -> None:
     assert phase["bytes_downstream"] == db["bytes_downstream_fault"]
     # The headline table says them.
     assert "db connections (" in (run_dir / "report.md").read_text()
+    assert "3 gates" in done.stdout or "3/3" in done.stdout, done.stdout[-2000:]
