@@ -72,6 +72,19 @@ def serve_upstream(fd: int) -> None:
     asyncio.run(main())
 
 
+def profile_gateway(out: Path, argv: list[str]) -> None:
+    """``python -m harness.gateway ARGV`` under cProfile timed by this process's CPU clock."""
+    import cProfile
+
+    from harness.gateway.main import main as gateway_main
+
+    profile = cProfile.Profile(time.process_time)
+    try:
+        profile.runcall(gateway_main, argv, prog="python -m harness.gateway")
+    finally:
+        profile.dump_stats(str(out))
+
+
 class Child:
     """A process of this benchmark's (the upstream or the gateway) on a socket bound here."""
 
@@ -213,25 +226,36 @@ async def block(target: Target, rate: float, seconds: float, first: int, keep: b
     return first + n
 
 
-async def measure(direct: Target, gateway: Target, args: argparse.Namespace) -> None:
-    for target in (direct, gateway):
+async def measure(
+    targets: list[Target], args: argparse.Namespace, gateways: list[Child]
+) -> list[tuple[float, float]]:
+    """Interleave the targets' blocks; return each gateway's CPU (user, system) seconds
+    over its own measured blocks."""
+    for target in targets:
         target.idle += await asyncio.gather(*(target.connect() for _ in range(PRE_OPENED)))
     i = 0
-    for target in (direct, gateway):
+    for target in targets:
         i = await block(target, args.rate, WARMUP_S, i, keep=False)
+    cpu = [(0.0, 0.0) for _ in gateways]
     gc.collect()
     gc.disable()
     try:
         done = 0.0
         while done < args.seconds - 1e-9:
             step = min(args.block, args.seconds - done)
-            for target in (direct, gateway):
+            for target in targets:
+                before = [g.cpu_s() for g in gateways]
                 i = await block(target, args.rate, step, i, keep=True)
+                for k, (g, b) in enumerate(zip(gateways, before, strict=True)):
+                    if target.port == g.port:
+                        a = g.cpu_s()
+                        cpu[k] = (cpu[k][0] + a[0] - b[0], cpu[k][1] + a[1] - b[1])
             done += step
     finally:
         gc.enable()
-        direct.close()
-        gateway.close()
+        for target in targets:
+            target.close()
+    return cpu
 
 
 # ---------------------------------------------------------------- the figures
@@ -243,48 +267,59 @@ def _ms(values: np.ndarray, q: float) -> float:
 
 def report(
     direct: Target,
-    gateway: Target,
-    gateway_cpu: tuple[float, float],
+    gateways: list[Target],
+    gateway_cpu: list[tuple[float, float]],
     upstream_cpu: tuple[float, float],
     ledger: bool,
 ) -> None:
-    print(f"\n{'':<34}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'calls/s':>10}{'errors':>8}")
+    print(f"\n{'':<40}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'calls/s':>10}{'errors':>8}")
     figures = {}
-    for target in (direct, gateway):
+    for target in [direct, *gateways]:
         lat = np.array(target.latency_s)
         if len(lat) == 0:
-            print(f"  {target.label:<32} no call answered ({target.errors} errors)")
-            return
+            print(f"  {target.label:<38} no call answered ({target.errors} errors)")
+            continue
         figures[target.label] = lat
         held = len(lat) / target.sending_s
         print(
-            f"  {target.label:<32}{_ms(lat, 50):9.3f}{_ms(lat, 99):9.3f}{lat.max() * 1000:9.2f}"
+            f"  {target.label:<38}{_ms(lat, 50):9.3f}{_ms(lat, 99):9.3f}{lat.max() * 1000:9.2f}"
             f"{held:10.0f}{target.errors:8d}"
         )
-    d, g = figures[direct.label], figures[gateway.label]
-    added50, added99 = _ms(g, 50) - _ms(d, 50), _ms(g, 99) - _ms(d, 99)
-    verdict = "within" if added99 <= TARGET_ADDED_P99_MS else "OVER"
-    print(f"\n  added by the gateway at p50: {added50:.3f} ms; at p99: {added99:.3f} ms")
-    print(
-        f"  target (issue 29): p99 added <= {TARGET_ADDED_P99_MS:g} ms at 1,000 calls/s: "
-        f"{verdict} ({added99 / TARGET_ADDED_P99_MS:.2f} of it)"
-    )
-    print(
-        f"  ratio gateway / direct: p50 {_ms(g, 50) / _ms(d, 50):.2f}x, "
-        f"p99 {_ms(g, 99) / _ms(d, 99):.2f}x"
-    )
-    user, system = (s / max(1, gateway.sent) * 1e6 for s in gateway_cpu)
-    print(
-        f"  gateway CPU a call: {user:.0f} us user + {system:.0f} us system, over the "
-        f"measured blocks (ledger {'on' if ledger else 'off'}); {os.cpu_count()} CPUs, "
-        f"load average {os.getloadavg()[0]:.2f}"
-    )
-    calls = max(1, direct.sent + gateway.sent)  # the upstream answered both
+    if direct.label not in figures:
+        return
+    d = figures[direct.label]
+    for gateway, cpu in zip(gateways, gateway_cpu, strict=True):
+        print(f"\n  {gateway.label}:")
+        user, system = (s / max(1, gateway.sent) * 1e6 for s in cpu)
+        print(
+            f"    gateway CPU a call: {user:.0f} us user + {system:.0f} us system = "
+            f"{user + system:.0f} us, over its measured blocks (ledger {'on' if ledger else 'off'})"
+        )
+        if gateway.label not in figures:
+            continue
+        g = figures[gateway.label]
+        added50, added99 = _ms(g, 50) - _ms(d, 50), _ms(g, 99) - _ms(d, 99)
+        verdict = "within" if added99 <= TARGET_ADDED_P99_MS else "OVER"
+        print(f"    added by the gateway at p50: {added50:.3f} ms; at p99: {added99:.3f} ms")
+        print(
+            f"    target (issue 29): p99 added <= {TARGET_ADDED_P99_MS:g} ms at 1,000 calls/s: "
+            f"{verdict} ({added99 / TARGET_ADDED_P99_MS:.2f} of it)"
+        )
+        print(
+            f"    ratio gateway / direct: p50 {_ms(g, 50) / _ms(d, 50):.2f}x, "
+            f"p99 {_ms(g, 99) / _ms(d, 99):.2f}x"
+        )
+    calls = max(1, direct.sent + sum(g.sent for g in gateways))  # the upstream answered all
     user, system = (s / calls * 1e6 for s in upstream_cpu)
     print(
-        f"  reference, the upstream's CPU a call (an aiohttp server answering): {user:.0f} us "
+        f"\n  reference, the upstream's CPU a call (an aiohttp server answering): {user:.0f} us "
         f"user + {system:.0f} us system"
     )
+    print(f"  {os.cpu_count()} CPUs, load average {_load()}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -294,13 +329,31 @@ def main() -> None:
     p.add_argument("--block", type=float, default=2.0, help="s per interleaved block")
     p.add_argument("--no-ledger", action="store_true", help="run the gateway without a ledger")
     p.add_argument(
-        "--profile", type=Path, metavar="FILE", help="run the gateway under cProfile into FILE"
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="run the gateway under cProfile into FILE (its CPU time, not the wall clock's: "
+        "a busy machine's waits are not counted; FILE-CLIENT.prof with two clients)",
+    )
+    p.add_argument("--profile-into", type=Path, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--client",
+        default="aiohttp,lean",
+        help="the gateway's forward client(s), one gateway each, interleaved: lean, aiohttp "
+        "or both (default %(default)s)",
     )
     p.add_argument("--upstream-fd", type=int, help=argparse.SUPPRESS)
+    args, rest = p.parse_known_args()
+    if args.profile_into is not None:
+        profile_gateway(args.profile_into, rest)
+        return
     args = p.parse_args()
     if args.upstream_fd is not None:
         serve_upstream(args.upstream_fd)
         return
+    clients = [c.strip() for c in args.client.split(",") if c.strip()]
+    if not clients or set(clients) - {"lean", "aiohttp"}:
+        p.error(f"--client {args.client}: lean, aiohttp or both (comma-separated)")
     with tempfile.TemporaryDirectory(prefix="forward-overhead-") as tmp:
         up_sock = socket.create_server(("127.0.0.1", 0), backlog=1024)
         upstream = Child(
@@ -312,30 +365,43 @@ def main() -> None:
             f"dependencies:\n  up:\n    forward: http://127.0.0.1:{upstream.port}\n"
             "builds:\n  b: {command: 'service {port}', env: {UP: '{dep.up.url}'}}\n"
         )
-        gw_sock = socket.create_server(("127.0.0.1", 0), backlog=1024)
-        argv = [sys.executable]
-        if args.profile is not None:
-            argv += ["-m", "cProfile", "-o", str(args.profile.resolve())]
-        argv += ["-m", "harness.gateway", "--scenario", str(scenario)]
-        argv += ["--dependency", "up", "--fd", str(gw_sock.fileno()), "--t0", "now"]
-        if not args.no_ledger:
-            argv += ["--ledger", str(Path(tmp) / "ledger.csv")]
-        gateway_proc = Child(argv, gw_sock)
+        gateways: list[Child] = []
         try:
-            _wait_ready(upstream.port, gateway_proc.port)
+            for client in clients:
+                gw_sock = socket.create_server(("127.0.0.1", 0), backlog=1024)
+                argv = [sys.executable]
+                if args.profile is not None:
+                    out = args.profile.resolve()
+                    if len(clients) > 1:
+                        out = out.with_name(f"{out.stem}-{client}{out.suffix}")
+                    argv += [__file__, "--profile-into", str(out)]
+                else:
+                    argv += ["-m", "harness.gateway"]
+                argv += ["--scenario", str(scenario)]
+                argv += ["--dependency", "up", "--fd", str(gw_sock.fileno()), "--t0", "now"]
+                argv += ["--forward-client", client]
+                if not args.no_ledger:
+                    argv += ["--ledger", str(Path(tmp) / f"ledger-{client}.csv")]
+                gateways.append(Child(argv, gw_sock))
+            _wait_ready(upstream.port, *(g.port for g in gateways))
             direct = Target("direct to the upstream", upstream.port)
-            through = Target("through the gateway (forward)", gateway_proc.port)
+            through = [
+                Target(f"through the gateway ({client} client)", g.port)
+                for client, g in zip(clients, gateways, strict=True)
+            ]
             print(
                 f"forward overhead: {args.rate:g} calls/s, {args.seconds:g} s each, "
-                f"interleaved in {args.block:g} s blocks (after {WARMUP_S:g} s warm-up each)"
+                f"interleaved in {args.block:g} s blocks (after {WARMUP_S:g} s warm-up each); "
+                f"load average before: {_load()}"
             )
-            before = gateway_proc.cpu_s(), upstream.cpu_s()
-            asyncio.run(measure(direct, through, args))
-            after = gateway_proc.cpu_s(), upstream.cpu_s()
-            cpu = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before, strict=True)]
-            report(direct, through, cpu[0], cpu[1], not args.no_ledger)
+            up_before = upstream.cpu_s()
+            cpu = asyncio.run(measure([direct, *through], args, gateways))
+            up_after = upstream.cpu_s()
+            up_cpu = (up_after[0] - up_before[0], up_after[1] - up_before[1])
+            report(direct, through, cpu, up_cpu, not args.no_ledger)
         finally:
-            gateway_proc.stop()
+            for g in gateways:
+                g.stop()
             upstream.stop()
 
 

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDictProxy
 from yarl import URL
 
 from harness.core.fate import fate
+from harness.gateway.overrides import FAULT_HEADER
+from harness.gateway.upstream import Upstream, UpstreamError
 from harness.stubs.model import StubAnswer, StubRequest, Stubs, unmatched_answer
 
 UNMATCHED = "unmatched"
@@ -65,18 +66,37 @@ AUTO_HEADERS = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")
 them (the upstream sees the client's request, not aiohttp's)."""
 
 
-def passed_on(headers: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
+def passed_on(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The headers the next hop gets: every one, in order and with every value, except the
     hop-by-hop ones (``HOP_BY_HOP`` and those the ``Connection`` header names)."""
+    headers = list(headers)
     dropped = HOP_BY_HOP
-    if "Connection" in headers:
-        named = {
-            token.strip().lower()
-            for value in headers.getall("Connection")
-            for token in value.split(",")
-        }
+    named = {
+        token.strip().lower()
+        for name, value in headers
+        if name.lower() == "connection"
+        for token in value.split(",")
+    }
+    if named:
         dropped = HOP_BY_HOP | named
-    return [(k, v) for k, v in headers.items() if k.lower() not in dropped]
+    return [(k, v) for k, v in headers if k.lower() not in dropped]
+
+
+_FAULT_LOWER = FAULT_HEADER.lower()
+_DROPPED_RAW = frozenset(n.encode() for n in HOP_BY_HOP | {_FAULT_LOWER})
+
+
+def passed_on_raw(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``passed_on`` for a request's raw headers (their bytes, as the client sent them),
+    less ``X-Harness-Fault``: the harness's own header, never the upstream's business."""
+    dropped = _DROPPED_RAW
+    kept = []
+    for name, value in headers:
+        lower = name.lower()
+        if lower == b"connection":
+            dropped = dropped | {t.strip().lower() for t in value.split(b",")}
+        kept.append((lower, name, value))
+    return [(name, value) for lower, name, value in kept if lower not in dropped]
 
 
 @dataclass(frozen=True)
@@ -170,12 +190,24 @@ class StubApi:
 
 
 class ForwardApi:
-    """Passes each call on to the real upstream and its answer back (502 if it cannot)."""
+    """Passes each call on to the real upstream and its answer back (502 if it cannot).
 
-    def __init__(self, upstream: str, key_header: str | None, timeout_s: float) -> None:
-        self.upstream, self.key_header = upstream, key_header
+    ``client="lean"`` (the default) speaks HTTP/1.1 itself on kept-alive connections
+    (``harness.gateway.upstream``: a fraction of aiohttp's CPU a call);
+    ``client="aiohttp"`` uses aiohttp's ``ClientSession``, for comparison
+    (``benchmarks/forward_overhead.py``). Either way the request goes out as the client
+    sent it, less the hop-by-hop headers and ``X-Harness-Fault`` (the harness's own),
+    and the answer comes back as the upstream gave it, less its hop-by-hop headers."""
+
+    def __init__(
+        self, upstream: str, key_header: str | None, timeout_s: float, client: str = "lean"
+    ) -> None:
+        if client not in ("lean", "aiohttp"):
+            raise ValueError(f"client {client!r}: lean or aiohttp")
+        self.upstream, self.key_header, self.client = upstream, key_header, client
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._lean = Upstream(upstream, timeout_s)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -188,10 +220,40 @@ class ForwardApi:
             )
         return self._session
 
+    def _failed(self, exc: BaseException) -> Usual:
+        why = f"the upstream {self.upstream} did not answer: {type(exc).__name__} {exc}"
+        return Usual(502, (("Content-Type", "text/plain"),), why.encode())
+
     def route(self, request: web.Request, body: bytes) -> Routed:
         key = call_key(request, body, self.key_header)
+        if self.client == "aiohttp":
+            return Routed(key, FORWARDED, self._aiohttp(request, body))
+        method = request.method
+        head = self._lean.head(
+            method.encode("ascii"),
+            request.raw_path.encode("utf-8", "surrogateescape"),
+            passed_on_raw(request.raw_headers),
+            body,
+        )
+        lean = self._lean
+
+        async def forward() -> Usual:
+            try:
+                answer = await lean.send(head, body, method)
+            except UpstreamError as exc:
+                return self._failed(exc)
+            kept = tuple(passed_on(answer.headers))
+            length = None
+            if method == "HEAD":
+                given = next((v for k, v in answer.headers if k.lower() == "content-length"), "")
+                length = int(given) if given.isdigit() else None
+            return Usual(answer.status, kept, answer.body, length=length)
+
+        return Routed(key, FORWARDED, forward)
+
+    def _aiohttp(self, request: web.Request, body: bytes) -> Callable[[], Awaitable[Usual]]:
         sent = request.headers
-        headers = passed_on(sent)
+        headers = [(k, v) for k, v in passed_on(sent.items()) if k.lower() != _FAULT_LOWER]
         skip = [name for name in AUTO_HEADERS if name not in sent]
         url = self.upstream + request.raw_path
         method = request.method
@@ -207,7 +269,7 @@ class ForwardApi:
                     allow_redirects=False,
                 ) as answer:
                     payload = await answer.read()
-                    kept = tuple(passed_on(answer.headers))
+                    kept = tuple(passed_on(answer.headers.items()))
                     length = answer.headers.get("Content-Length") if method == "HEAD" else None
                     return Usual(
                         answer.status,
@@ -216,11 +278,11 @@ class ForwardApi:
                         length=int(length) if length is not None and length.isdigit() else None,
                     )
             except (aiohttp.ClientError, TimeoutError) as exc:
-                why = f"the upstream {self.upstream} did not answer: {type(exc).__name__} {exc}"
-                return Usual(502, (("Content-Type", "text/plain"),), why.encode())
+                return self._failed(exc)
 
-        return Routed(key, FORWARDED, forward)
+        return forward
 
     async def close(self) -> None:
+        await self._lean.close()
         if self._session is not None:
             await self._session.close()

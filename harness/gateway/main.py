@@ -109,6 +109,13 @@ def parser(
         default="timerfd",
         help="how injected delays are timed (asyncio: the loop's 1 ms timers, for comparison)",
     )
+    p.add_argument(
+        "--forward-client",
+        choices=("lean", "aiohttp"),
+        default="lean",
+        help="how a forward dependency calls its upstream (aiohttp: its ClientSession, for "
+        "comparison; see benchmarks/forward_overhead.py)",
+    )
     return p
 
 
@@ -153,7 +160,7 @@ def _announce(
 
 
 def _played(
-    scenario: Scenario, name: str, folder: Path | None, file: str
+    scenario: Scenario, name: str, folder: Path | None, file: str, client: str = "lean"
 ) -> tuple[PgSchedule, DependencyApi | None]:
     """The schedule and API of the dependency this process plays (``InputError`` if none)."""
     if name == PG:
@@ -163,7 +170,7 @@ def _played(
         known = ", ".join(scenario.dependencies) or "none"
         raise InputError(f"--dependency {name}: not in {file} (dependencies: {known})")
     if dep.forward is not None:
-        return dep, ForwardApi(dep.forward, dep.call_key, HANG_LIMIT_S)
+        return dep, ForwardApi(dep.forward, dep.call_key, HANG_LIMIT_S, client)
     base = folder if folder is not None else Path(file).resolve().parent
     stubs = dependency_stubs(dep, base, f"dependencies.{name}")
     return dep, StubApi(stubs, scenario.seed, dep.call_key)
@@ -182,7 +189,9 @@ def main(
         if not is_loopback(args.host):
             raise InputError(f"--host {args.host}: the gateway only binds loopback addresses")
         loaded = load_scenario(args.scenario)
-        schedule, api = _played(loaded.scenario, args.dependency, args.scenario_dir, args.scenario)
+        schedule, api = _played(
+            loaded.scenario, args.dependency, args.scenario_dir, args.scenario, args.forward_client
+        )
         gateway = Gateway(
             schedule.phases,
             loaded.scenario.seed,

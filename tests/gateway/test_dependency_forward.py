@@ -178,6 +178,18 @@ def test_the_request_reaches_the_upstream_as_sent(
     )
 
 
+def test_the_harness_fault_header_is_not_passed_on(
+    client: httpx.Client, gateway: DependencyProcess, upstream: Upstream
+) -> None:
+    """``X-Harness-Fault`` is the harness's own: it decides the call's fault, and the upstream
+    never sees it."""
+    forced = json.dumps({"type": "latency", "delay": "1ms"})
+    answer = client.get("/forced", headers={"X-Harness-Fault": forced, "X-Call": "forced"})
+    assert answer.status_code == 200 and upstream.last().path_qs == "/forced"
+    assert upstream.last().values("X-Harness-Fault") == []
+    assert _row(gateway, "forced")["fault"] == "latency"
+
+
 def test_the_upstreams_answer_comes_back_unchanged(client: httpx.Client) -> None:
     answer = client.get("/x", headers={"X-Call": "answer"})
     assert answer.status_code == 200 and answer.text == "upstream saw /x"
