@@ -399,6 +399,9 @@ class Gateway:
             wait += usual.delay_s
             if usual.fault is not None:  # the dependency's own broken answer (WireMock fault)
                 action = call.action = _own_fault(action, usual.fault)
+                call.fault = action.fault  # stub-reset...: the stub's doing, not the phase's
+                if action.decision == "none":  # nothing was answered
+                    call.decision = "none"
         if wait > 0:  # counted from arrival, so reading and deciding are not added
             await self.timer.sleep_until(call.started + wait)
         return await dispatch(action, _Answer(self, request, call, body, usual))
@@ -492,13 +495,22 @@ def _answers_usually(action: Action) -> bool:
 
 
 def _own_fault(action: Action, fault: str) -> Action:
-    """The dependency's own broken answer as an action (when no fault of the phase answers)."""
+    """The dependency's own broken answer as an action (when no fault of the phase answers).
+
+    Its ledger ``fault`` is ``stub-`` and the kind (``stub-reset``, ``stub-garbage``...):
+    the stub's or mapping's own doing, told apart from a phase's fault (and from
+    ``healthy``)."""
     if action.kind != "respond":
         return action
     if fault == "reset":
-        return replace(action, kind="reset")
+        return replace(action, kind="reset", fault=f"stub-{fault}")
     if fault in ("empty", "garbage", "truncated"):
-        return replace(action, kind="malformed", malformed=fault)  # type: ignore[arg-type]
+        return replace(
+            action,
+            kind="malformed",
+            malformed=fault,  # type: ignore[arg-type]
+            fault=f"stub-{fault}",
+        )
     return action
 
 

@@ -189,6 +189,7 @@ def test_a_routes_own_reset_unless_a_phase_fault_answers_first(
         client.get(path, headers={"X-Call": key})
     row = _row(gateway, key)
     assert row["status"] == "0" and row["route"] != "unmatched"
+    assert (row["fault"], row["decision"]) == ("stub-reset", "none")  # its own, not a phase's
     first = client.get(path, headers={"X-Call": key + "+error", "X-Case": "error"})
     assert first.status_code == 503  # the phase's error answers instead of the stub's reset
     assert _row(gateway, key + "+error")["fault"] == "error"
@@ -199,4 +200,5 @@ def test_a_wiremock_malformed_chunk_cuts_the_body(
 ) -> None:
     with pytest.raises(httpx.RemoteProtocolError):
         client.get("/wm/chunk", headers={"X-Call": "chunk"})
-    assert _row(gateway, "chunk")["status"] == "0"
+    row = _row(gateway, "chunk")
+    assert (row["status"], row["fault"], row["decision"]) == ("0", "stub-truncated", "served")
