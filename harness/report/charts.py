@@ -12,6 +12,11 @@ ended) past the window's end, both shaded grey: neither counts in
 to the gateway when it recovers. Non-healthy gateway phases are shaded and
 named on every time chart, and a build keeps its colour on every chart.
 
+Titles and legends say the scenario's own names: its endpoints, dependencies and
+builds. The payment gateway's chart (``gateway_calls``) is drawn only where the run
+played ``pg`` (``Scenario.has_pg``); each named dependency's calls are on
+``dependency_calls``, one panel per dependency.
+
 What each chart plots is here; how every chart looks (colours, the shaded
 time axis, notes, legends, saving) is in ``chart_style``. Samples are binned
 with numpy over whole columns (loops run over time windows, never over
@@ -63,6 +68,7 @@ from harness.report.chart_style import (
     time_axes,
 )
 from harness.report.recovery_chart import draw_recovery
+from harness.report.vocabulary import PG, PG_CALLS_TITLE
 from harness.results.model import BuildResult, RunResult
 from harness.scenario.schema import Scenario
 
@@ -135,8 +141,15 @@ class Chart:
     """One line saying what it shows (``report.html``'s caption and alt text)."""
     draw: Drawer
     when: Callable[[list[_Build], Scenario], bool] | None = None
-    """Whether a run gets it (a build exposed a DB pool, the scenario has ``recovery:``);
-    None: every run does."""
+    """Whether a run gets it by what its builds exposed (a DB pool); None: every run does."""
+    plays: Callable[[Scenario], bool] | None = None
+    """Whether a run of the scenario gets it (it plays ``pg``, names dependencies, has
+    ``recovery:``); None: every run does."""
+
+    def applies(self, builds: list[_Build], scenario: Scenario) -> bool:
+        return (self.plays is None or self.plays(scenario)) and (
+            self.when is None or self.when(builds, scenario)
+        )
 
 
 def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, Path]:
@@ -148,8 +161,14 @@ def draw_charts(run: RunResult, scenario: Scenario, out_dir: Path) -> dict[str, 
     return {
         chart.key: save(chart.draw(builds, scenario, span), out_dir / f"{chart.key}.png")
         for chart in CHART_TABLE
-        if chart.when is None or chart.when(builds, scenario)
+        if chart.applies(builds, scenario)
     }
+
+
+def scenario_charts(scenario: Scenario) -> list[str]:
+    """The keys of the charts every run of ``scenario`` gets, in order (whatever its builds
+    exposed: a DB pool's chart comes on top where one did)."""
+    return [c.key for c in CHART_TABLE if c.when is None and (c.plays is None or c.plays(scenario))]
 
 
 # ---------------------------------------------------------------- data
@@ -235,14 +254,17 @@ def _busy_workers(builds: list[_Build], scenario: Scenario, span: Span) -> Figur
     return fig
 
 
-def _gateway_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
-    """Per build: payments offered, calls the breaker blocked, calls that reached the gateway."""
+def _pg_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
+    """Per build: requests to the endpoints that call ``pg`` offered, calls the breaker
+    blocked, calls that reached the payment gateway (only where the run played it)."""
     fig, axes = new_figure(len(builds), 2.6)
-    fig.suptitle("Payments offered, calls blocked by the breaker, calls that reached the gateway")
     gateway_eps = scenario.gateway_endpoints()
+    offered_what = _names(gateway_eps) or "requests"
+    fig.suptitle(f"{offered_what} offered, calls blocked by the breaker, {PG_CALLS_TITLE}")
     top = 1.0
     for ax, b in zip(axes, builds, strict=False):
-        styles = _gateway_styles(b.colour, "ledger" if len(b.pg_arrivals) else "counter")
+        source = "ledger" if len(b.pg_arrivals) else "counter"
+        styles = _pg_styles(b.colour, offered_what, source)
         offered_style, blocked_style, reached_style = styles.values()
         offered = b.samples.loc[b.samples["endpoint"].isin(gateway_eps), "t"].to_numpy(float)
         counts, edges = per_second(offered, span.start, span.end)
@@ -263,8 +285,8 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
             text
             for text, missing in (
                 ("no breaker: nothing blocked", not len(blocked_t)),
-                ("no gateway metrics", not len(reached)),
-                ("no payment samples", not len(offered)),
+                ("no pg metrics", not len(reached)),
+                (f"no {offered_what} samples", not len(offered)),
             )
             if missing
         ]
@@ -279,13 +301,55 @@ def _gateway_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figu
     return fig
 
 
-def _gateway_styles(colour: str, source: str) -> dict[str, dict[str, Any]]:
+def _pg_styles(colour: str, offered: str, source: str) -> dict[str, dict[str, Any]]:
     """Label and style of each series, shared by the lines and their legend keys."""
     return {
-        "payments offered/s (by intended start)": {"color": "#bbbbbb", "alpha": 0.7},
+        f"{offered} offered/s (by intended start)": {"color": "#bbbbbb", "alpha": 0.7},
         "blocked by the breaker/s": {"color": colour, "lw": 1.4, "ls": "--"},
-        f"reached the gateway/s (gateway's {source})": {"color": colour, "lw": 2.2},
+        f"reached pg/s (the {PG}'s {source})": {"color": colour, "lw": 2.2},
     }
+
+
+def _names(names: list[str]) -> str:
+    """``owners``, ``owners and vets``, ``owners, vets and visits``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _dependency_calls(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
+    """One panel per named dependency: the calls it received per second (by arrival, from
+    its ledger) and those it answered with an error (5xx, or none), per build."""
+    names = list(scenario.dependencies)
+    fig, axes = new_figure(len(names), 2.6)
+    fig.suptitle(f"Calls each dependency received ({_names(names)}), by arrival")
+    top = 1.0
+    for ax, name in zip(axes, names, strict=True):
+        handles: list[Handle] = []
+        tcp = scenario.dependencies[name].api == "tcp"
+        for b in builds:
+            ledger = b.result.dependencies.get(name)
+            if ledger is None or not len(ledger):
+                continue
+            arrivals = ledger["arrival"].to_numpy(dtype=float) - b.result.t0
+            status = ledger["status"].to_numpy(dtype=float)
+            calls, edges = per_second(arrivals, span.start, span.stop)
+            errors, _ = per_second(arrivals[(status == 0) | (status >= 500)], span.start, span.stop)
+            ax.stairs(calls, edges, color=b.colour, lw=2.0)
+            ax.stairs(errors, edges, color=b.colour, lw=1.2, ls="--")
+            top = max([top, *calls])
+            handles.append(Line2D([], [], color=b.colour, lw=2.0, label=f"{b.label}: calls/s"))
+            handles.append(
+                Line2D([], [], color=b.colour, lw=1.2, ls="--", label=f"{b.label}: errors/s")
+            )
+        ax.set_title(name, loc="left", fontsize=10, fontweight="bold")
+        ax.set_ylabel("calls/s")
+        if not handles:
+            said = "bytes, not calls: its connections are in the tables" if tcp else "no call"
+            empty(ax, f"{name}: {said}")
+        else:
+            legend(ax, handles)
+        time_axes(ax, scenario, span, bottom=ax is axes[-1])
+    shared_rows(axes, top, scenario, span, drawn=bool(builds))
+    return fig
 
 
 def _latency_over_time(builds: list[_Build], scenario: Scenario, span: Span) -> Figure:
@@ -465,11 +529,21 @@ CHART_TABLE: tuple[Chart, ...] = (
     ),
     Chart(
         "gateway_calls",
-        "Per build and per second: payments offered (grey, by intended start), calls the "
-        "breaker refused (dashed) and calls the gateway received (solid; by arrival time from "
-        "the gateway's ledger, or from its counter at the scrape interval without one). Fault "
-        "phases are shaded; a phase with repeating blips is shaded lightly, each blip darker.",
-        _gateway_calls,
+        f"Per build and per second: the requests to the endpoints that call the {PG} offered "
+        "(grey, by intended start), calls the breaker refused (dashed) and calls pg received "
+        "(solid; by arrival time from its ledger, or from its counter at the scrape interval "
+        "without one). Fault phases are shaded; a phase with repeating blips is shaded "
+        "lightly, each blip darker. Only where the run played pg.",
+        _pg_calls,
+        plays=lambda scenario: scenario.has_pg,
+    ),
+    Chart(
+        "dependency_calls",
+        "One panel per dependency the scenario names: the calls it received per second "
+        "(solid, by arrival time from its ledger) and those answered with an error (dashed: "
+        "5xx, or no answer), per build. Fault phases are shaded.",
+        _dependency_calls,
+        plays=lambda scenario: bool(scenario.dependencies),
     ),
     Chart(
         "latency_over_time",
@@ -505,9 +579,9 @@ CHART_TABLE: tuple[Chart, ...] = (
         "retries to the gateway (dotted, from its retries counter); the trigger phase is "
         "hatched and the build's verdict is in its legend.",
         _recovery,
-        when=lambda builds, scenario: scenario.recovery is not None,
+        plays=lambda scenario: scenario.recovery is not None,
     ),
 )
 """Every chart, in the order a report shows them."""
-CHARTS = tuple(chart.key for chart in CHART_TABLE if chart.when is None)
-"""The keys of the charts every run gets."""
+CHARTS = tuple(chart.key for chart in CHART_TABLE if chart.when is None and chart.plays is None)
+"""The keys of the charts every run gets (``scenario_charts``: a scenario's run's)."""
