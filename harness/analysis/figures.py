@@ -551,6 +551,9 @@ def not_measured(data: BuildSeries) -> dict[str, str]:
     Such a figure is None in the report (``-`` in tables), never 0.
     """
     out = missing_figures(data.missing)
+    if not data.scenario.has_pg:  # no pg played: none of its figures is missed
+        pg = {f.key for f in FIGURES if f.source in ("gateway", "pg_calls")}
+        return {key: why for key, why in out.items() if key not in pg}
     if data.pg_source is None:
         why = "pg: neither the gateway's ledger nor its scraped counter recorded a call"
         for figure in FIGURES:
@@ -577,7 +580,7 @@ def analyse(run: RunResult, scenario: Scenario) -> Report:
         status[b.build] = str(b.info.get("status"))
     figures = {name: combine_repetitions(reps, scenario.seed) for name, reps in per_build.items()}
     baseline = next(iter(figures), None)
-    return {
+    report: Report = {
         "schema": SCHEMA,
         "scenario": scenario.name,
         "run_id": run.manifest.get("run_id"),
@@ -598,6 +601,9 @@ def analyse(run: RunResult, scenario: Scenario) -> Report:
         },
         "comparison": compare(figures, baseline) if baseline else {},
     }
+    if scenario.dependencies:  # what it played; without the key: pg alone (``plays_pg``)
+        report["played"] = [d.name for d in scenario.played()]
+    return report
 
 
 def _build_report(profile: str, status: str, figures: BuildFigures) -> BuildReport:

@@ -455,6 +455,10 @@ class Report(TypedDict):
     """Only when a gate of the scenario has ``seed:``: one entry per such gate, in order."""
     skipped_gates: NotRequired[list[SkippedGate]]
     """Only when a gate names a build the run did not run (``--build``): those gates, in order."""
+    played: NotRequired[list[str]]
+    """Only when the scenario names dependencies: those the run played, ``pg`` first when it
+    did (``Scenario.played``). Absent: the run played ``pg`` alone (``plays_pg``), as every
+    run did before ``dependencies:``."""
 
 
 def read_report(path: Path) -> Report:
@@ -485,6 +489,12 @@ def read_report(path: Path) -> Report:
     if problems:
         raise InputError(f"{path}: not a report of this harness: {departures(problems)}")
     return cast(Report, raw)
+
+
+def plays_pg(report: Report) -> bool:
+    """Whether the run played the payment gateway ``pg`` (its rows, its ledger, its chart are
+    shown only then); a report written before ``played`` did."""
+    return "pg" in report.get("played", ["pg"])
 
 
 _RENDER_AGAIN = "`harness report RUN` writes it again from the run's own files"

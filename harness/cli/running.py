@@ -50,7 +50,7 @@ class _ProgressView:
 
     def started(self, name: str) -> None:
         console.print(
-            f"[bold]build {escape(name)}[/bold]: starting gateway, target and load generator"
+            f"[bold]build {escape(name)}[/bold]: starting dependencies, target and load generator"
         )
         if console.is_terminal:
             self.live = Live(Text(""), console=console, refresh_per_second=4, transient=False)

@@ -100,8 +100,8 @@ def init(
     mappings: Annotated[
         list[Path] | None,
         typer.Option(
-            help="play a dependency from this WireMock mappings folder instead of the payment "
-            "gateway (repeat for each dependency; named after the folder)"
+            help="play a dependency from this WireMock mappings folder instead of pg, the "
+            "reference shop's gateway (repeat for each dependency; named after the folder)"
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing PATH")] = False,

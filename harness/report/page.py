@@ -27,7 +27,7 @@ from markdown_it import MarkdownIt
 
 from harness.analysis.format import cell as _num
 from harness.analysis.format import count_cell
-from harness.analysis.model import Report, SeedClaim
+from harness.analysis.model import Report, SeedClaim, plays_pg
 from harness.report.charts import CHART_TABLE
 from harness.report.claims import CLAIM_HEADER, claim_row
 from harness.report.tables import (
@@ -145,22 +145,24 @@ def _summary(report: Report) -> str:
         if isinstance(p, Mapping)
     ]
     if phases:
-        parts.append("<h3>Gateway phases</h3>")
+        parts.append("<h3>Phases</h3>")
         parts.append(_table(["phase", "start (s)", "end (s)", "fault"], phases, text_cols=[3]))
+    pg = plays_pg(report)  # which endpoints call pg: only where the run played it
     endpoints = [
         [
             name,
             e.get("method"),
             e.get("path"),
             _num(e.get("rate")),
-            "yes" if e.get("calls_gateway") else "no",
+            *(["yes" if e.get("calls_gateway") else "no"] if pg else []),
         ]
         for name, e in (report.get("endpoints") or {}).items()
         if isinstance(e, Mapping)
     ]
     if endpoints:
         parts.append("<h3>Traffic (open model)</h3>")
-        header = ["endpoint", "method", "path", "rate (req/s)", "calls the gateway"]
+        header = ["endpoint", "method", "path", "rate (req/s)"]
+        header += ["calls the gateway"] if pg else []
         parts.append(_table(header, endpoints, text_cols=[1, 2, 4]))
     return "\n".join(parts)
 

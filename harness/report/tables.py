@@ -3,6 +3,10 @@
 The headline table is shaped like seed 000's result 3: for each endpoint that
 does not call the gateway (the ones a breaker is meant to protect), p95, p99
 and max per build with the % change against the baseline build.
+
+Every label is the scenario's own names (its endpoints, dependencies and builds) or
+the harness's; the payment gateway ``pg``'s rows, ledger and words
+(``report.vocabulary``) appear only when the run played it (``plays_pg``).
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from rich.text import Text
 from harness.analysis.combine import change_pct, flatten_whole
 from harness.analysis.format import Unit, change, count, interval
 from harness.analysis.format import figure as fmt
-from harness.analysis.model import BuildReport, Report, WindowFigures
-from harness.core.catalogue import FIGURES, NOT_EXPOSED
+from harness.analysis.model import BuildReport, Report, WindowFigures, plays_pg
+from harness.core.catalogue import FIGURES, NOT_EXPOSED, Figure
 from harness.report.claims import CLAIM_HEADER, claim_row
+from harness.report.vocabulary import PAYMENTS_RECORDED, PG_LEDGER_HEADER, PG_LEDGER_TITLE
 
 
 def window_labels(report: Report) -> tuple[str, str]:
@@ -33,7 +38,8 @@ def window_labels(report: Report) -> tuple[str, str]:
 
 
 def headline_rows(report: Report) -> list[list[str]]:
-    """Rows of the before/after table: protected endpoints' latency, then workers, breaker, PG.
+    """Rows of the before/after table: protected endpoints' latency, then workers, breaker,
+    the dependencies (``pg``'s rows only when the run played it).
 
     Each label names its window (``window_labels``); with ``--repeat N`` each value
     carries its 95% interval."""
@@ -85,8 +91,9 @@ def headline_rows(report: Report) -> list[list[str]]:
             row(f"{ep} retried rps ({whole})", f"{ep}.retried_rps")
             row(f"{ep} requests retried ({whole})", f"{ep}.retried_pct", "%")
             row(f"{ep} attempts per request ({whole})", f"{ep}.attempts")
-    for figure in FIGURES:  # the catalogue's rows: pool, breaker, gateway, its own series
-        if figure.label is None:
+    pg = plays_pg(report)
+    for figure in FIGURES:  # the catalogue's rows: pool, breaker, pg, its own series
+        if figure.label is None or (pg_only(figure) and not pg):
             continue
         exposed = [_has(report["builds"][b], figure.key) for b in builds]
         if not any(exposed) and figure.absent is not None:
@@ -126,17 +133,26 @@ def headline_rows(report: Report) -> list[list[str]]:
     return rows
 
 
+def pg_only(figure: Figure) -> bool:
+    """Whether a catalogue figure is the payment gateway ``pg``'s: its calls and
+    amplification (its ledger or counter), and its callers' answers' recovery (gate
+    ``gateway_time_to_recover``), shown only where the run played ``pg``."""
+    return figure.source == "gateway" or figure.gate == "gateway_time_to_recover"
+
+
 def _scaled(value: float | None, scale: float, digits: int) -> float | None:
     return None if value is None else round(value * scale, digits)
 
 
 def headline_notes(report: Report) -> list[str]:
-    """What the headline table cannot say by itself: a breaker build's payment success is
-    lower because its breaker refused calls (its job while the gateway fails)."""
+    """What the headline table cannot say by itself: a breaker build's success on the
+    endpoints that call the dependency is lower because its breaker refused calls (its job
+    while the dependency fails)."""
     notes = []
     builds = report["builds"]
     whole, _ = window_labels(report)
     gateway = [n for n, e in report["endpoints"].items() if e["calls_gateway"]]
+    reached = "the gateway" if plays_pg(report) else "the dependency"
     for name, b in builds.items():
         refused = b["breaker"].get("blocked_total")
         for ep in gateway if refused else []:
@@ -152,7 +168,7 @@ def headline_notes(report: Report) -> list[str]:
             notes.append(
                 f"{name}: {ep} success {fmt(mine, '%')} against {fmt(best, '%')} for {other} "
                 f"({whole}): refused by the breaker: {count(refused)}. Those calls were answered "
-                "at once without reaching the gateway; refusing them is what the breaker is for."
+                f"at once without reaching {reached}; refusing them is what the breaker is for."
             )
     return notes
 
@@ -319,6 +335,7 @@ def _md_cell(text: str) -> str:
 def _replica_section(report: Report) -> list[str]:
     """Builds with ``replicas: N``: each replica's pool and breaker (each has its own)."""
     rows = []
+    pg = plays_pg(report)  # the shop's payment records: only beside pg
     for name, b in report["builds"].items():
         for index, r in (b.get("replicas") or {}).items():
             rows.append(
@@ -333,14 +350,14 @@ def _replica_section(report: Report) -> list[str]:
                     fmt(r["breaker"]["time_to_open_s"], "s"),
                     fmt(r["breaker"]["blocked_total"]),
                     fmt(r["pg"]["retries"]),
-                    fmt(r["payments_recorded"]),
+                    *([fmt(r["payments_recorded"])] if pg else []),
                 ]
             )
     if not rows:
         return []
     header = ["build", "replica", "busy max (fault)", "max workers", "open (fault)"]
     header += ["opens", "opens from closed", "time to open", "blocked", "retries"]
-    header += ["payments recorded"]
+    header += [PAYMENTS_RECORDED] if pg else []
     return ["## Per replica", ""] + _table(header, rows)
 
 
@@ -394,6 +411,8 @@ def _phase_section(report: Report) -> list[str]:
     if not report["phases"] or not builds:
         return []
     rows = []
+    pg = plays_pg(report)
+    named = _named_dependencies(report)
     # Requests open at once (any server, a pool or none): absent in reports written before it.
     in_flight = any("in_flight" in w for b in builds.values() for w in b["phases"].values())
     for phase in report["phases"]:
@@ -410,11 +429,16 @@ def _phase_section(report: Report) -> list[str]:
             if in_flight:
                 held = window.get("in_flight")
                 cells.append("-" if held is None else f"{fmt(held['p50'])} / {fmt(held['max'])}")
-            cells += [fmt(window["breaker"]["blocked_per_s"]), fmt(window["pg"]["amplification"])]
+            cells.append(fmt(window["breaker"]["blocked_per_s"]))
+            cells += [fmt(window["pg"]["amplification"])] if pg else []
+            cells += [_dependency_cell(window, dep, tcp) for dep, tcp in named.items()]
             rows.append(cells)
     header = ["phase", "build", *(f"{ep} p95 / p99" for ep in report["endpoints"])]
     header += ["busy p50", *(["in flight p50 / max"] if in_flight else [])]
-    header += ["blocked/s", "amplification"]
+    header += ["blocked/s", *(["amplification"] if pg else [])]
+    header += [
+        f"{dep} {'connections' if tcp else 'calls per request'}" for dep, tcp in named.items()
+    ]
     # Each endpoint's own recovery: absent in reports written before it (kept as they were).
     measured = any("endpoints_recover_s" in b.get("timeline", {}) for b in builds.values())
     back = list(report["endpoints"]) if measured else []
@@ -434,7 +458,11 @@ def _phase_section(report: Report) -> list[str]:
                 if service
                 else []
             ),
-            recovery(builds[b], "timeline.time_to_recover_s", t.get("time_to_recover_s")),
+            *(
+                [recovery(builds[b], "timeline.time_to_recover_s", t.get("time_to_recover_s"))]
+                if pg
+                else []
+            ),
             *(
                 recovery(
                     builds[b],
@@ -451,7 +479,7 @@ def _phase_section(report: Report) -> list[str]:
         "build",
         "time to open",
         *(["time to recover"] if service else []),
-        "gateway calls answered again",
+        *(["gateway calls answered again"] if pg else []),
         *(f"{ep} back to healthy" for ep in back),
         "blocked while healthy",
     ]
@@ -468,6 +496,24 @@ def _phase_section(report: Report) -> list[str]:
         for cells, b in zip(timeline, builds.values(), strict=True):
             cells.append(fmt(b["breaker"].get("opens_from_closed")))
     return ["## By phase", ""] + _table(header, rows) + _table(timeline_header, timeline)
+
+
+def _named_dependencies(report: Report) -> dict[str, bool]:
+    """The named dependencies (``pg`` aside) any build has figures of, in name order ->
+    whether it is a TCP one (connections, not calls)."""
+    named: dict[str, bool] = {}
+    for b in report["builds"].values():
+        for dep, figures in b.get("dependencies", {}).items():
+            named[dep] = named.get(dep, False) or "connections" in figures
+    return dict(sorted(named.items()))
+
+
+def _dependency_cell(window: WindowFigures, dep: str, tcp: bool) -> str:
+    """A named dependency's figure in one phase: calls per request, or a TCP one's
+    connections."""
+    figures: Mapping[str, object] = window.get("dependencies", {}).get(dep) or {}
+    value = figures.get("connections" if tcp else "per_request")
+    return fmt(value if isinstance(value, int | float) else None)
 
 
 def _kept_section(report: Report) -> list[str]:
@@ -496,7 +542,10 @@ def _kept_section(report: Report) -> list[str]:
 
 
 def _ledger_section(report: Report) -> list[str]:
-    """What the gateway saw, and payments it approved that the target recorded otherwise."""
+    """What the payment gateway ``pg`` saw, and payments it approved that the target recorded
+    otherwise: only where the run played ``pg``."""
+    if not plays_pg(report):
+        return []
     rows = []
     for build, b in report["builds"].items():
         led = b.get("ledger")
@@ -517,18 +566,7 @@ def _ledger_section(report: Report) -> list[str]:
         )
     if not rows:
         return []
-    header = [
-        "build",
-        "gateway calls",
-        "payment keys",
-        "keys called twice+",
-        "max calls/key",
-        "approved at gateway",
-        "… recorded FAILED",
-        "… recorded TIMEOUT_UNKNOWN",
-    ]
-    title = "## Gateway ledger (whole run: warmup and drain included; approve calls only)"
-    return [title, ""] + _table(header, rows)
+    return [PG_LEDGER_TITLE, ""] + _table(PG_LEDGER_HEADER, rows)
 
 
 def terminal_table(report: Report) -> Table:

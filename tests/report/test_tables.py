@@ -10,9 +10,10 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.analysis.model import read_report
-from harness.report.charts import CHARTS
+from harness.report.charts import scenario_charts
 from harness.report.page import render_html
 from harness.report.tables import headline_rows, markdown, table_header, terminal_table
+from harness.scenario.loader import load_scenario
 from tests.conftest import ROOT, harness_cmd
 
 RUN = Path(__file__).parents[1] / "data" / "run-quickstart-v1"
@@ -53,7 +54,7 @@ def test_report_command_rerenders_an_old_run_to_the_byte(tmp_path: Path) -> None
     for name in ("report.json", "report.md"):
         assert (run / name).read_bytes() == (RUN / name).read_bytes(), name
     assert sorted(p.name for p in (run / "charts").iterdir()) == sorted(
-        f"{key}.png" for key in CHARTS
+        f"{key}.png" for key in scenario_charts(load_scenario(RUN / "scenario.yaml").scenario)
     )
     assert (run / "report.html").stat().st_size > 100_000
 
