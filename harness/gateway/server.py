@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from harness.core.fate import fate
@@ -118,6 +119,10 @@ class Gateway:
             ["phase", "fault", "outcome"],
             registry=self.registry,
         )
+        self._received_of: dict[str, Any] = {}
+        self._calls_of: dict[tuple[str, str, str], Any] = {}
+        """Each label set's child of ``received`` and ``calls`` (``labels()`` costs a lookup
+        with checks on every call)."""
         self.in_flight = Gauge(
             "pg_calls_in_flight", "Calls not yet finished", registry=self.registry
         )
@@ -259,7 +264,10 @@ class Gateway:
             except OverrideError as exc:
                 return await self._invalid(request, call, f"{FAULT_HEADER}: {exc}")
         call.attempt = attempt = self.attempts.next(key)
-        self.received.labels(phase_name).inc()
+        received = self._received_of.get(phase_name)
+        if received is None:
+            received = self._received_of[phase_name] = self.received.labels(phase_name)
+        received.inc()
         self.in_flight.inc()
         self._calls.add(call)
         call.transport = request.transport
@@ -410,9 +418,9 @@ class Gateway:
         self, action: Action, call: InFlight, body: Any, usual: Usual | None = None
     ) -> web.Response:
         if action.body is None and usual is not None:
-            response = web.Response(body=usual.body, status=usual.status)
-            for name, value in usual.headers:
-                response.headers.add(name, value)
+            response = web.Response(
+                body=usual.body, status=usual.status, headers=CIMultiDict(usual.headers)
+            )
             if usual.length is not None:  # a HEAD's answer: the length a GET would have
                 response.headers["Content-Length"] = str(usual.length)
         elif action.body is None:
@@ -454,7 +462,11 @@ class Gateway:
         return response
 
     def _record(self, call: InFlight) -> None:
-        self.calls.labels(call.phase, call.fault, call.outcome).inc()
+        labels = (call.phase, call.fault, call.outcome)
+        counted = self._calls_of.get(labels)
+        if counted is None:
+            counted = self._calls_of[labels] = self.calls.labels(*labels)
+        counted.inc()
         row = (
             call.arrival,
             call.key,

@@ -210,42 +210,40 @@ class _Connection(asyncio.Protocol):
             self._done()
 
     def _head(self, head: bytes) -> None:
-        lines = head.split(b"\r\n")
+        lines = head.decode("latin-1").split("\r\n")  # one decode: the bytes as they came
         status_line = lines[0]
-        if not status_line.startswith(b"HTTP/1.") or len(status_line) < 12:
+        if not status_line.startswith("HTTP/1.") or len(status_line) < 12:
             raise UpstreamError(f"the answer is not HTTP/1.x: {status_line[:40]!r}")
-        try:
-            status = int(status_line[9:12])
-        except ValueError:
-            raise UpstreamError(f"a bad status line: {status_line[:40]!r}") from None
-        if status < 100 or status > 999:
+        code = status_line[9:12]
+        if not code.isdigit() or code[0] == "0":
             raise UpstreamError(f"a bad status line: {status_line[:40]!r}")
-        http10 = status_line[7:8] == b"0"
+        status = int(code)
+        http10 = status_line[7] == "0"
         headers: list[tuple[str, str]] = []
-        length: bytes | None = None
+        length: str | None = None
         chunked = False
-        connection = b""
+        connection = ""
         for line in lines[1:]:
-            name, colon, value = line.partition(b":")
-            if not colon or not name or name[-1:] in (b" ", b"\t"):
+            name, colon, value = line.partition(":")
+            if not colon or not name or name[-1] in " \t":
                 raise UpstreamError(f"a bad header line: {line[:40]!r}")
-            value = value.strip(b" \t")
+            value = value.strip(" \t")
+            headers.append((name, value))
             lower = name.lower()
-            if lower == b"content-length":
+            if lower == "content-length":
                 if length is not None and length != value:
                     raise UpstreamError("two different Content-Length headers")
                 length = value
-            elif lower == b"transfer-encoding":
-                chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
-            elif lower == b"connection":
-                connection += b"," + value.lower()
-            headers.append((name.decode("latin-1"), value.decode("latin-1")))
+            elif lower == "transfer-encoding":
+                chunked = value.lower().rsplit(",", 1)[-1].strip() == "chunked"
+            elif lower == "connection":
+                connection += "," + value.lower()
         if 100 <= status < 200:
             if status == 101:
                 raise UpstreamError("the upstream switched protocols (101)")
             return  # an interim answer (100 Continue, 103 Early Hints): the real one follows
-        tokens = {t.strip() for t in connection.split(b",")}
-        if b"close" in tokens or (http10 and b"keep-alive" not in tokens):
+        tokens = {t.strip() for t in connection.split(",")}
+        if "close" in tokens or (http10 and "keep-alive" not in tokens):
             self._keep = False
         self._status, self._headers = status, headers
         if self._head_only or status in (204, 304):
@@ -253,7 +251,7 @@ class _Connection(asyncio.Protocol):
         elif chunked:
             self._chunked = True
         elif length is not None:
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):
                 raise UpstreamError(f"a bad Content-Length: {length[:20]!r}")
             self._need = int(length)
         else:
