@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 
 from aiohttp import web
@@ -90,6 +91,8 @@ class _Served:
         if control is not None:
             guarded = self.files.guard(control)
             await web.SockSite(self.runners[1], guarded, backlog=BACKLOG).start()
+        gc.collect()
+        gc.freeze()  # what start-up built lives as long as the process: no collection scans it
         self.tasks = [
             asyncio.create_task(gateway.ledger.keep_flushing(), name="the ledger writer"),
             asyncio.create_task(steer(gateway, self.listener), name="the listener's steering"),
