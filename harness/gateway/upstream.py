@@ -205,8 +205,8 @@ class _Connection(asyncio.Protocol):
                 del buf[:take]
             self._need -= take
         if self._need == 0:
-            if buf:
-                raise UpstreamError("the upstream sent more than its Content-Length")
+            if buf:  # more than its Content-Length: the answer is whole, the connection suspect
+                self._keep = False
             self._done()
 
     def _head(self, head: bytes) -> None:
@@ -271,8 +271,8 @@ class _Connection(asyncio.Protocol):
                 pos = end + 2
                 if empty:
                     del buf[:pos]
-                    if buf:
-                        raise UpstreamError("the upstream sent more than its last chunk")
+                    if buf:  # more than its last chunk: the connection is suspect
+                        self._keep = False
                     self._done()
                     return
                 continue

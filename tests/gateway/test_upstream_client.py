@@ -167,6 +167,16 @@ def test_connection_close_is_not_reused() -> None:
     assert isinstance(got, list) and [a.body for a in got] == [b"ok", b"ok"] and opened == 2
 
 
+def test_bytes_past_the_answer_end_it_and_the_connection_is_not_reused() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"
+
+    async def calls(upstream: Upstream) -> list[Answer]:
+        return [await _call(upstream), await _call(upstream)]
+
+    got, opened = _run(_keep_answering(answer), calls)
+    assert isinstance(got, list) and [a.body for a in got] == [b"ok", b"ok"] and opened == 2
+
+
 def _closes_after_first(sent: list[bytes]) -> Script:
     """Answers one call per connection, keeps it alive, then closes it when the next request
     comes (as an upstream whose idle timeout fires just then)."""
