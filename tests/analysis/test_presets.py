@@ -13,6 +13,7 @@ documented names and marked so.
 """
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -323,9 +324,10 @@ def test_states_from_events(counts: list[tuple[int, int, int]], states: list[str
 
 
 class _Measured:
-    def __init__(self, missing: dict[str, str], pg_source: str | None) -> None:
+    def __init__(self, missing: dict[str, str], pg_source: str | None, pg: bool = True) -> None:
         self.missing = missing
         self.pg_source = pg_source
+        self.scenario = SimpleNamespace(has_pg=pg)  # the scenario plays pg (the shop's gateway)
 
 
 def test_not_measured_figures_carry_the_reason() -> None:
@@ -336,6 +338,8 @@ def test_not_measured_figures_carry_the_reason() -> None:
         *NOT_MEASURED_FIGURES["breaker_state"],
         *NOT_MEASURED_FIGURES["pg_calls"],
     }
+    without_pg = not_measured(_Measured(missing, None, pg=False))  # type: ignore[arg-type]
+    assert set(without_pg) == set(out) - set(NOT_MEASURED_FIGURES["pg_calls"])
     assert out["breaker.blocked_total"].startswith(
         "blocked_calls: no series circuit or circuit_total"
     )

@@ -89,6 +89,9 @@ def test_spring_and_the_shop_run_the_same_load_settings_and_gates(spring: Path, 
     ours, theirs = yaml.safe_load(spring.read_text()), yaml.safe_load(shop.read_text())
     for key in ("pg", "duration", "seed"):
         assert ours[key] == theirs[key], key
+    # The shop's builds read answers by the x-outcome preset by their kind; the Spring
+    # builds (jar kind) are told so on each endpoint: the same reading on both stacks.
+    assert {ep.pop("outcomes", None) for ep in ours["traffic"].values()} == {"x-outcome"}
     assert ours["traffic"] == {
         name: with_warm_up(ours["traffic"][name], endpoint)
         for name, endpoint in theirs["traffic"].items()
