@@ -105,8 +105,8 @@ class BuildSeries:
         endpoint's."""
         target = target_series(metrics, build.info)
         self.missing = target.missing
-        self.warnings = target.warnings
         """Canonical series that never appeared -> why (``series.map_canonical``)."""
+        self.warnings = target.warnings
         self.dependencies = build.dependencies
         """Each named dependency's ledger (``analysis.dependencies``), by name."""
         self.series = target.series
@@ -197,12 +197,12 @@ class BuildSeries:
         }
         if "series" in cuts:  # the catalogue's own series (a DB pool's) that were exposed
             window["series"] = cuts["series"]
-        return window
         if self.dependencies:
             window["dependencies"] = {
                 name: dependency_window(ledger, self.samples, start, end)
                 for name, ledger in self.dependencies.items()
             }
+        return window
 
     def in_flight_window(self, start: float, end: float) -> WindowInFlight:
         """Requests open at once at the service over [start, end): the most, the median."""
@@ -411,16 +411,16 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
         figures["resources"] = resources
     if "series" in cuts:  # the catalogue's own series (a DB pool's) that were exposed
         figures["series"] = cuts["series"]
-    if data.replicas:  # replicas: N: each replica's own figures (the build's are their sums)
-        figures["replicas"] = replica_figures(data, build.payments)
-    if unreached:  # only when a recovery never came inside the window
-        figures["not_reached"] = unreached
     if build.dependencies:  # each named dependency's own ledger
         fault_s = (data.t0 + fault_window[0], data.t0 + fault_window[1])
         figures["dependencies"] = {
             name: dependency_figures(ledger, data.samples, (data.t0, end), fault_s)
             for name, ledger in build.dependencies.items()
         }
+    if data.replicas:  # replicas: N: each replica's own figures (the build's are their sums)
+        figures["replicas"] = replica_figures(data, build.payments)
+    if unreached:  # only when a recovery never came inside the window
+        figures["not_reached"] = unreached
     kept = build.info.get("pg_calls")  # the ledger's rows; absent: it was not kept
     silent = (
         None
@@ -447,13 +447,13 @@ def build_figures(scenario: Scenario, build: BuildResult) -> BuildFigures:
     in_force = build.info.get("settings_in_force")  # settings the service does not hold
     if in_force is not None:
         warnings += in_force["differences"] + ([in_force["unread"]] if "unread" in in_force else [])
+    for name in figures.get("dependencies", {}):  # a path nobody stubbed: said first
+        said = unmatched_warning(name, figures["dependencies"])
+        warnings += [said] if said is not None else []
     if warnings:  # only when something read looks wrong (a half-counted breaker, no call)
         figures["warnings"] = warnings
     phases = {p.name: (data.t0 + p.start, data.t0 + p.end) for p in scenario.phases}
     spans = {"whole": windows.whole, "fault": windows.fault}
-    for name in figures.get("dependencies", {}):  # a path nobody stubbed: said first
-        said = unmatched_warning(name, figures["dependencies"])
-        warnings += [said] if said is not None else []
     back = timeline.get("endpoints_recover_s")
     service = {}  # the service's recovery not measured (not unreached): which endpoint's it lacks
     unknown = timeline.get("service_recover_s") is None and _SERVICE_RECOVERY not in unreached
