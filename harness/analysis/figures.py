@@ -291,9 +291,7 @@ class BuildSeries:
         p99 = float(np.percentile(healthy.to_numpy(), 99))
         limit = max(2 * p99, p99 + 0.010)
         after = self._after_fault(samples, fault_end)
-        good = served(after) & (
-            (after["end"] - after["intended_start"]) <= limit
-        )
+        good = served(after) & ((after["end"] - after["intended_start"]) <= limit)
         return _first_good_span(after, good, fault_end)
 
     def _blocked_pct_healthy(self) -> float | None:
