@@ -39,6 +39,7 @@ import asyncio
 import socket
 import time
 from collections.abc import Iterable
+from typing import cast
 from urllib.parse import urlsplit
 
 IDLE_S = 1.0
@@ -105,8 +106,7 @@ class _Connection(asyncio.Protocol):
     # ------------------------------------------------------------ asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
