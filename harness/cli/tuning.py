@@ -226,7 +226,8 @@ def _print_plan(plan: Plan) -> None:
         r = plan.sweep.refine
         _say(
             f"then refined: {r.repeats} more round(s) for the recommended candidate and its "
-            f"neighbours within noise (within {r.tolerance:.0%} without intervals"
+            "neighbours within noise (by the judge on 5-s blocks; without blocks, "
+            f"overlapping intervals, else within {r.tolerance:.0%}"
             + (", front neighbours too)" if r.front else ")")
         )
 
@@ -314,7 +315,8 @@ def _refine(folder: TuneFolder, plan: Plan, repeats: int) -> int:
         if any(o.measured == "missing" for o in ranked):
             return EXIT_OK  # not complete: refined once the first pass is (--resume)
         used = sum(len(r) for r in folder.rounds().values()) * folder.repeat
-        record = select(ranked, settings, folder.repeat, used).record()
+        sense = plan.sweep.objective.sense
+        record = select(ranked, settings, folder.repeat, used, sense).record()
         write_json_atomic(folder.refine_record, record)
         _say(
             "refine: "

@@ -11,16 +11,22 @@ measured for real, every constraint met, on the front. The recommendation is the
 those by the objective, so it always passes its own check (the best by the objective
 alone could be dominated: with every candidate at 0 on one score, a tie on the objective
 went to the first name, which another candidate beat on the other score). Whether its
-lead over the next is within noise is ``near``'s verdict, the refinement's own.
+lead over the next is within noise is ``tell``'s verdict, the refinement's own: the judge
+(``harness.analysis.judge``) on both candidates' 5-s blocks of the figure when their
+reports have them, else today's rule (``near``: overlapping ``--repeat`` intervals, else a
+tolerance), saying which rule told them and why the judge did not.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.analysis.judge import BLOCK_S, NO_BLOCKS, Policy, blocks_of, flat_key, policy_of
+from harness.analysis.judge import judge as judge_blocks
 from harness.analysis.model import Report
 from harness.core.catalogue import gated
 from harness.gates.evaluate import evaluate, value_of
@@ -42,6 +48,19 @@ class Check:
     left: float | None
     right: float | None
     detail: str = ""
+
+
+@dataclass
+class Blocks:
+    """A candidate's blocks of one figure (``harness.analysis.judge``), from its report."""
+
+    key: str
+    """The flattened figure name: ``products.latency_s.p99[outage]``."""
+    values: list[float | None]
+
+
+BLOCKED = ("objective", "front score 1", "front score 2")
+"""What ``Outcome.blocks`` holds, in order."""
 
 
 @dataclass
@@ -75,6 +94,10 @@ class Outcome:
     abort: dict[str, Any] | None = None
     error: str = ""
     """Why it could not be run (``measured`` is ``failed``)."""
+    blocks: list[Blocks | None] = field(default_factory=lambda: [None, None, None])
+    """The objective's and both front scores' blocks (``BLOCKED``), pooled over rounds;
+    None where the judge cannot be asked: ``block_notes`` says why. Not in ``tune.json``."""
+    block_notes: list[str] = field(default_factory=lambda: ["", "", ""])
 
     @property
     def feasible(self) -> bool:
@@ -108,10 +131,12 @@ def judge(
     objective = _expr(plan.sweep.objective.expr, candidate.name)
     out.objective, out.objective_note = value_of(objective, report)
     out.objective_interval = _interval(objective, build)
+    out.blocks[0], out.block_notes[0] = _blocks(objective, build, plan.sweep.objective.expr)
     for i, text in enumerate(plan.sweep.front):
         node = _expr(text, candidate.name)
         out.scores[i] = value_of(node, report)[0]
         out.intervals[i] = _interval(node, build)
+        out.blocks[i + 1], out.block_notes[i + 1] = _blocks(node, build, text)
     for text in plan.constraints:
         result = evaluate(parse_gate(prefix_figures(text, candidate.name), text), report)
         out.checks.append(Check(text, result.verdict, result.left, result.right, result.detail))
@@ -137,6 +162,21 @@ def _interval(node: Any, build: Mapping[str, Any]) -> list[float] | None:
     if not pair or pair[0] is None or pair[1] is None:
         return None
     return [float(pair[0]), float(pair[1])]
+
+
+def _blocks(node: Any, build: Mapping[str, Any], text: str) -> tuple[Blocks | None, str]:
+    """A figure's blocks in a candidate's report section, or None and why: the judge knows
+    an endpoint's latency and success only, one figure at a time (not an expression), and
+    a report made before it has none."""
+    if not isinstance(node, Metric) or node.replica is not None:
+        return None, f"`{text}` is not one figure of an endpoint the judge knows"
+    key = flat_key(node.path, node.phase, build.get("endpoints", {}))
+    if key is None or policy_of(key) is None:
+        return None, f"`{text}` is not a figure the judge knows (an endpoint's latency, success)"
+    values = blocks_of(build, key)
+    if values is None:
+        return None, f"its report has no blocks of {key} ({NO_BLOCKS.split('(', 1)[1]}"
+    return Blocks(key, values), ""
 
 
 def rank(plan: Plan, outcomes: list[Outcome]) -> list[Outcome]:
@@ -237,6 +277,86 @@ def passed_over(ranked: list[Outcome], best: Outcome) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class Told:
+    """Whether noise tells two candidates' figure apart, by which rule, and why."""
+
+    within_noise: bool
+    rule: str
+    """``judge`` (Mann-Whitney on both candidates' blocks), else today's rule: ``intervals``
+    (both have a 95 % interval) or ``tolerance`` (one repetition: none)."""
+    why: str
+    """The verdict's reason (the judge's shift and p-value; the intervals; the values)."""
+    note: str = ""
+    """With today's rule: why the judge was not asked (no blocks, not enough data)."""
+
+
+def tell(
+    first: str,
+    a: float,
+    ia: list[float] | None,
+    ba: Blocks | None,
+    second: str,
+    b: float,
+    ib: list[float] | None,
+    bb: Blocks | None,
+    tolerance: float,
+    lower_is_better: bool,
+    notes: tuple[str, str] = ("", ""),
+) -> Told:
+    """Whether ``second``'s figure (``b``) is within noise of ``first``'s (``a``, the one
+    ranked ahead): the judge on their blocks when both reports have them, else ``near``.
+
+    The judge's verdict of ``second`` against ``first``, the bad direction the figure's sense
+    in this sweep: ``worse`` tells them apart; ``within noise`` (the Mann-Whitney test does not
+    reject, or the shift is inside the change the figure's policy allows) does not; nor does
+    ``better`` (the blocks put ``second`` ahead, against the order of the figures). ``not
+    enough data``, or blocks missing on a side (``notes`` says why), falls back to ``near``."""
+    note = ""
+    if ba is not None and bb is not None and ba.key == bb.key:
+        policy = _policy(ba.key, lower_is_better)
+        assert policy is not None  # Blocks are only kept for a figure the judge knows
+        found = judge_blocks(ba.values, bb.values, policy)
+        if found.verdict != "not enough data":
+            said = f"the judge on {BLOCK_S:g}-s blocks of {ba.key}: "
+            if found.verdict == "worse":
+                return Told(False, "judge", said + f"{second} worse than {first}, {found.why}")
+            if found.verdict == "better":
+                why = (f"{second}'s blocks better than {first}'s, {found.why} (the figures "
+                       "and the blocks disagree on the order)")  # fmt: skip
+                return Told(True, "judge", said + why)
+            return Told(True, "judge", said + f"within noise, {found.why}")
+        note = f"the judge: not enough data ({found.why})"
+    elif ba is not None and bb is not None:
+        note = f"the judge: {first} and {second} have blocks of different figures"
+    else:
+        sides = ((first, notes[0], ba), (second, notes[1], bb))
+        missing = [(n, w or "no blocks") for n, w, x in sides if x is None]
+        if len(missing) == 2 and missing[0][1] == missing[1][1] and "`" in missing[0][1]:
+            note = f"not the judge: {missing[0][1]}"  # the figure itself, not a report
+        else:
+            note = "not the judge: " + "; ".join(f"{n}: {w}" for n, w in missing)
+    rule = "intervals" if ia is not None and ib is not None else "tolerance"
+    why = near(a, b, ia, ib, tolerance)
+    if not why:
+        why = (
+            f"95% intervals apart ({_g(ia)} and {_g(ib)})"  # type: ignore[arg-type]
+            if rule == "intervals"
+            else f"{b:.4g} more than {tolerance:.0%} from {a:.4g}"
+        )
+        return Told(False, rule, why, note)
+    return Told(True, rule, why, note)
+
+
+def _policy(key: str, lower_is_better: bool) -> Policy | None:
+    """The figure's policy (its allowed change, its scale), the bad direction the sweep's:
+    higher for an objective minimised or a front score, lower for one maximised."""
+    policy = policy_of(key)
+    if policy is None:
+        return None
+    return dataclasses.replace(policy, bad="increase" if lower_is_better else "decrease")
+
+
+@dataclass(frozen=True)
 class Lead:
     """The recommended candidate's objective against the next-best one on the front."""
 
@@ -245,45 +365,57 @@ class Lead:
     """How much better the recommended one's objective is, in the objective's sense."""
     within_noise: bool
     why: str
-    """``near``'s reason when within noise; else what tells them apart."""
+    """``tell``'s reason: what tells them apart, or why they are within noise."""
+    rule: str = "tolerance"
+    """``judge``, ``intervals`` or ``tolerance`` (``Told.rule``)."""
+    rule_note: str = ""
+    """With today's rule: why the judge was not asked."""
+    within_noise_of: list[str] = field(default_factory=list)
+    """Every other choice on the front the recommended one is within noise of on the
+    objective (the next-best first), each by ``tell``."""
 
 
 def lead(ranked: list[Outcome], best: Outcome, sense: str, tolerance: float) -> Lead | None:
     """``best`` against the next-best ``admissible`` candidate by the objective (the other
     choice the front leaves: one ``best`` dominates is no choice), and whether noise tells
-    them apart (``near``: overlapping 95 % intervals, else within ``tolerance`` of
-    ``best``'s objective); None when the front has no other."""
+    them apart (``tell``: the judge on their blocks, else overlapping 95 % intervals, else
+    within ``tolerance`` of ``best``'s objective); None when the front has no other. Every
+    other admissible candidate within noise of ``best`` is listed too."""
     assert best.objective is not None
-    other = next(
-        (o for o in ranked if o is not best and not admissible(o) and o.objective is not None),
-        None,
-    )
-    if other is None or other.objective is None:
+    others = [o for o in ranked if o is not best and not admissible(o) and o.objective is not None]
+    if not others:
         return None
     sign = 1.0 if sense == "minimize" else -1.0
+    verdicts = [(o, tell_objective(best, o, sense, tolerance)) for o in others]
+    other, told = verdicts[0]
+    assert other.objective is not None
     by = sign * (other.objective - best.objective)
-    why = near(best.objective, other.objective, best.objective_interval,
-               other.objective_interval, tolerance)  # fmt: skip
-    if why:
-        return Lead(other.name, by, True, why)
-    if best.objective_interval is not None and other.objective_interval is not None:
-        told = (
-            f"95% intervals apart ({_g(best.objective_interval)} and "
-            f"{_g(other.objective_interval)})"
-        )
-    else:
-        told = (
+    why = told.why
+    if told.rule == "tolerance" and not told.within_noise:
+        why = (
             f"more than {tolerance:.0%} apart; one repetition has no interval, so the noise "
             "itself is not measured (--repeat 3 measures it)"
         )
-    return Lead(other.name, by, False, told)
+    within = [o.name for o, t in verdicts if t.within_noise]
+    return Lead(other.name, by, told.within_noise, why, told.rule, told.note, within)
+
+
+def tell_objective(best: Outcome, other: Outcome, sense: str, tolerance: float) -> Told:
+    """``tell`` on the objective of two candidates that have one."""
+    assert best.objective is not None and other.objective is not None
+    return tell(
+        best.name, best.objective, best.objective_interval, best.blocks[0],
+        other.name, other.objective, other.objective_interval, other.blocks[0],
+        tolerance, sense == "minimize", (best.block_notes[0], other.block_notes[0]),
+    )  # fmt: skip
 
 
 def near(
     a: float, b: float, ia: list[float] | None, ib: list[float] | None, tolerance: float
 ) -> str:
-    """Why ``b`` is within noise of ``a`` ("" when it is not): overlapping intervals when
-    both have one, else closer than ``tolerance`` of ``a``."""
+    """Why ``b`` is within noise of ``a`` ("" when it is not), by today's rule (used where
+    the reports have no blocks for the judge): overlapping intervals when both have one,
+    else closer than ``tolerance`` of ``a``."""
     if ia is not None and ib is not None:
         if ia[0] <= ib[1] and ib[0] <= ia[1]:
             return f"95% intervals overlap ({_g(ia)} and {_g(ib)})"

@@ -1,10 +1,12 @@
 """The refinement: after the first pass, more repetitions for the recommended candidate and
 the neighbours noise does not tell it apart from, and only those (docs/tune.md#refinement).
 
-"Within noise" (``harness.tune.rank.near``, the recommendation's own verdict): with
-intervals (``--repeat``, or rounds already pooled) the two 95 % intervals overlap; with one
-repetition there is none, so the objectives differ by less than ``sweep.refine.within`` of
-the recommended one's. The extra real runs count against
+"Within noise" (``harness.tune.rank.tell``, the recommendation's own verdict): the judge
+(``harness.analysis.judge``) on both candidates' 5-s blocks of the figure when their
+reports have them (it does not find the neighbour worse); else today's rule, said in each
+pick's reason: with intervals (``--repeat``, or rounds already pooled) the two 95 %
+intervals overlap; with one repetition there is none, so the objectives differ by less
+than ``sweep.refine.within`` of the recommended one's. The extra real runs count against
 ``MAX_REAL_RUNS``: the farthest neighbours are left out to fit, or nothing is refined.
 """
 
@@ -19,7 +21,7 @@ import numpy as np
 from harness.analysis.combine import bootstrap_ci
 from harness.scenario.sweep import Refine
 from harness.tune.plan import MAX_REAL_RUNS
-from harness.tune.rank import Outcome, near, recommended
+from harness.tune.rank import Blocks, Outcome, Told, recommended, tell, tell_objective
 
 
 @dataclass
@@ -28,6 +30,8 @@ class Selection:
 
     repeats: int
     within: str
+    """The rules that told the neighbours apart: ``the judge`` (5-s blocks), the tolerance
+    (``10%``, where a report had no blocks), or both (``the judge, else 10%``)."""
     picked: list[dict[str, str]] = field(default_factory=list)
     """``{"name", "why"}``, nearest first after the recommended candidate."""
     note: str = ""
@@ -42,10 +46,13 @@ class Selection:
         return dataclasses.asdict(self)
 
 
-def select(ranked: list[Outcome], refine: Refine, repeat: int, used: int) -> Selection:
+def select(
+    ranked: list[Outcome], refine: Refine, repeat: int, used: int, sense: str = "minimize"
+) -> Selection:
     """The recommended candidate and its feasible neighbours within noise on the objective
     (with ``refine.front``, also its front neighbours within noise on either score),
-    trimmed to the real runs left under ``MAX_REAL_RUNS`` (``used`` already ran)."""
+    trimmed to the real runs left under ``MAX_REAL_RUNS`` (``used`` already ran); ``sense``
+    is the objective's (the judge's bad direction)."""
     tol = refine.tolerance
     sel = Selection(refine.repeats, f"{tol:.0%}")
     best = recommended(ranked)
@@ -53,24 +60,37 @@ def select(ranked: list[Outcome], refine: Refine, repeat: int, used: int) -> Sel
         sel.note = "nothing recommended: nothing to refine"
         return sel
     found: list[tuple[float, str, str]] = []
+    rules: set[str] = set()
     for o in ranked:
         if o is best or o.measured != "measured" or not o.feasible or o.objective is None:
             continue
-        why = near(best.objective, o.objective, best.objective_interval, o.objective_interval, tol)
-        if why:
-            found.append((abs(o.objective - best.objective), o.name, f"objective: {why}"))
+        told = tell_objective(best, o, sense, tol)
+        rules.add(told.rule)
+        if told.within_noise:
+            found.append((abs(o.objective - best.objective), o.name, f"objective: {_why(told)}"))
             continue
         if refine.front and best.on_front and o.on_front:
             for i, (x, y) in enumerate(zip(best.scores, o.scores, strict=True)):
                 if x is None or y is None:
                     continue
-                why = near(x, y, best.intervals[i], o.intervals[i], tol)
-                if why:
+                told = tell(
+                    best.name, x, best.intervals[i], best.blocks[i + 1],
+                    o.name, y, o.intervals[i], o.blocks[i + 1],
+                    tol, True, (best.block_notes[i + 1], o.block_notes[i + 1]),
+                )  # fmt: skip
+                rules.add(told.rule)
+                if told.within_noise:
                     distance = abs(o.objective - best.objective)
-                    found.append((distance, o.name, f"front score {i + 1}: {why}"))
+                    found.append((distance, o.name, f"front score {i + 1}: {_why(told)}"))
                     break
+    if rules == {"judge"}:
+        sel.within = "the judge"
+    elif "judge" in rules:
+        sel.within = f"the judge, else {tol:.0%}"
     if not found:
-        sel.note = f"no candidate within noise of {best.name}: nothing to refine"
+        sel.note = (
+            f"no candidate within noise of {best.name} ({_by(rules, tol)}): nothing to refine"
+        )
         return sel
     found.sort()
     picked = [{"name": best.name, "why": "recommended"}]
@@ -96,6 +116,20 @@ def select(ranked: list[Outcome], refine: Refine, repeat: int, used: int) -> Sel
     return sel
 
 
+def _why(told: Told) -> str:
+    """A pick's reason: the judge's verdict, or today's rule's and why not the judge."""
+    if told.rule == "judge":
+        return told.why
+    return f"{told.why} (today's rule, {told.note})" if told.note else told.why
+
+
+def _by(rules: set[str], tol: float) -> str:
+    if rules == {"judge"}:
+        return "the judge on 5-s blocks"
+    today = "95% intervals" if rules - {"judge"} == {"intervals"} else f"intervals, else {tol:.0%}"
+    return ("the judge, else " if "judge" in rules else "") + today
+
+
 def pool(runs: list[Outcome], seed: int = 0) -> Outcome:
     """One candidate over its rounds (each a run folder of ``--repeat`` repetitions): the
     mean of the rounds' objective and scores and, with two rounds or more, the bootstrap
@@ -115,10 +149,20 @@ def pool(runs: list[Outcome], seed: int = 0) -> Outcome:
         mean, interval = _mean([o.scores[i] for o in runs], rng, last.intervals[i])
         out.scores.append(mean)
         out.intervals.append(interval)
+    out.blocks = [_pooled([o.blocks[i] for o in runs]) for i in range(len(last.blocks))]
     failing = next((o for o in runs if not o.feasible), None)
     if failing is not None:
         out.checks, out.status, out.abort = failing.checks, failing.status, failing.abort
     return out
+
+
+def _pooled(rounds: list[Blocks | None]) -> Blocks | None:
+    """Every round's blocks one after another (as ``--repeat`` pools its repetitions'), or
+    None when a round has none (``block_notes`` is the latest round's)."""
+    first = rounds[0]
+    if first is None or any(b is None or b.key != first.key for b in rounds):
+        return None
+    return Blocks(first.key, [v for b in rounds if b is not None for v in b.values])
 
 
 def _mean(

@@ -109,10 +109,7 @@ def tune_result(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
         "objective": {"sense": plan.sweep.objective.sense, "expr": plan.sweep.objective.expr},
         "subject_to": plan.constraints,
         "front_scores": list(plan.sweep.front),
-        "candidates": [
-            dataclasses.asdict(o) | {"feasible": o.feasible, "check": _check(o, front)}
-            for o in ranked
-        ],
+        "candidates": [_candidate(o, front) for o in ranked],
         "front": front,
         "flat_scores": [
             {"score": plan.sweep.front[i], "value": value} for i, value in flat_scores(ranked)
@@ -131,29 +128,53 @@ def tune_result(folder: TuneFolder, plan: Plan) -> dict[str, Any]:
     }
 
 
+def _candidate(o: Outcome, front: list[str]) -> dict[str, Any]:
+    """A candidate as ``tune.json`` holds it: its blocks left in its runs' reports."""
+    record = dataclasses.asdict(o) | {"feasible": o.feasible, "check": _check(o, front)}
+    for key in ("blocks", "block_notes"):
+        record.pop(key)
+    return record
+
+
 def _check(o: Outcome, front: list[str]) -> dict[str, Any]:
     passed, why = check(o, front)
     return {"pass": passed, "why": why}
 
 
 def lead_text(result: dict[str, Any]) -> str:
-    """The recommended candidate's lead over the next on the front, in words: "within noise"
-    when noise does not tell them apart ("" without a recommendation or another candidate on
-    the front)."""
+    """The recommended candidate's lead over the next on the front, in words: "within noise
+    of" the others noise does not tell it from, or by how much it leads, and by which rule
+    (the judge on 5-s blocks, or today's where the reports have none, saying why); "" without
+    a recommendation or another candidate on the front."""
     found = result.get("recommended_lead")
     if not result["recommended"] or not found:
         return ""
     name, over = result["recommended"], found["over"]
+    rule = rule_text(found)
     if found["within_noise"]:
+        of = found.get("within_noise_of") or [over]
         return (
-            f"{name} and {over}, both on the front, are within noise on the objective "
-            f"({found['why']}): the pick between them is not the objective's; tell them apart "
-            f"with more rounds (harness tune --resume {result['folder']} --refine 2), or "
-            "choose by the front's other score."
+            f"{name} is within noise of {', '.join(of)} on the objective, all on the front "
+            f"({found['why']}; {rule}): the pick between them is not the objective's; tell "
+            f"them apart with more rounds (harness tune --resume {result['folder']} --refine "
+            "2), or choose by the front's other score."
         )
+    also = [n for n in found.get("within_noise_of") or [] if n != over]
+    tail = f" It is within noise of {', '.join(also)}, further down." if also else ""
     return (
-        f"{name} leads {over} on the objective by {found['by']:.4g}, beyond noise ({found['why']})."
+        f"{name} leads {over} on the objective by {found['by']:.4g}, beyond noise "
+        f"({found['why']}; {rule}).{tail}"
     )
+
+
+def rule_text(found: dict[str, Any]) -> str:
+    """Which rule told the lead (``harness.tune.rank.tell``), and why not the judge."""
+    rule = found.get("rule", "tolerance")
+    if rule == "judge":
+        return "told by the judge"
+    today = "overlapping 95% intervals" if rule == "intervals" else "a fixed tolerance"
+    note = found.get("rule_note") or "not the judge"
+    return f"told by today's rule, {today}: {note}"
 
 
 def flat_text(result: dict[str, Any]) -> str:

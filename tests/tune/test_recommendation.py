@@ -138,8 +138,10 @@ def test_a_lead_within_the_objectives_noise_is_said(tmp_path: Path) -> None:
     lead = result["recommended_lead"]
     assert lead["over"] == "fr25-w60" and lead["within_noise"] is True
     assert lead["by"] == pytest.approx(0.15)
-    said = "fr25-w20 and fr25-w60, both on the front, are within noise on the objective (95% "
-    said += "intervals overlap ([0.15, 0.4] and [0.3, 0.45]))"
+    said = "fr25-w20 is within noise of fr25-w60 on the objective, all on the front (95% "
+    said += "intervals overlap ([0.15, 0.4] and [0.3, 0.45]); told by today's rule, overlapping "
+    said += "95% intervals: not the judge: fr25-w20: its report has no blocks of "
+    said += "products.latency_s.p99[outage] (a report made before the judge"
     done = CliRunner().invoke(app, ["tune", "--report", str(folder.path)])
     assert done.exit_code == 0, done.output
     assert said in " ".join(done.output.split())
