@@ -43,9 +43,8 @@ import pandas as pd
 
 from harness.analysis.series import counter, counter_at, select
 from harness.core.selectors import Selector
+from harness.stubs.model import UNMATCHED
 
-UNMATCHED = "unmatched"
-"""The ledger's route of a call no stub matched (``harness.gateway.dependency``)."""
 UNMATCHED_LISTED = 10
 """Unmatched method and path pairs listed per dependency, most called first."""
 

@@ -31,10 +31,8 @@ from yarl import URL
 from harness.core.fate import fate
 from harness.gateway.overrides import FAULT_HEADER
 from harness.gateway.upstream import Upstream, UpstreamError
-from harness.stubs.model import StubAnswer, StubRequest, Stubs, unmatched_answer
+from harness.stubs.model import UNMATCHED, StubAnswer, StubRequest, Stubs, unmatched_answer
 
-UNMATCHED = "unmatched"
-"""The ledger's route for a call no stub matched."""
 FORWARDED = "forward"
 """The ledger's route for a call passed on to the real upstream."""
 

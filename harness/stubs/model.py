@@ -100,6 +100,9 @@ class StubAnswer:
     """The status line's text (WireMock's ``statusMessage``); None: the status's usual one."""
 
 
+UNMATCHED = "unmatched"
+"""The route a ledger records for a call no route matched (written by the gateway, counted by
+``harness.analysis.dependencies``)."""
 UNMATCHED_CONTENT_TYPE = "text/plain;charset=UTF-8"
 _INDENT = " " * 47
 
