@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from harness.analysis.figures import analyse
 from harness.gates.evaluate import GateResult, evaluate
 from harness.run.abort import AbortAsk, AbortVerdict
-from harness.scenario.abort import checkpoints, due
+from harness.scenario.abort import builds_of, checkpoints, due
 from harness.scenario.gates import Gate, parse_gate
 from harness.scenario.schema import Scenario
 
@@ -42,7 +42,8 @@ class GateAbort:
         gates = [g for g in self.gates if due(g, scenario, ask.build, ask.phase, ask.finished)]
         if not gates:
             return None
-        report = analyse(ask.run(), scenario)
+        named = {b for gate in gates for b in builds_of(gate)}
+        report = analyse(ask.run(named), scenario)
         for gate in gates:
             result = evaluate(gate, report)
             self.results.append((ask.build, ask.phase, result))

@@ -26,6 +26,7 @@ As in WireMock, nothing is HTML-escaped: ``{{x}}`` and ``{{{x}}}`` render the sa
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -39,7 +40,6 @@ from typing import Any
 
 from jsonpath_ng.exceptions import JSONPathError
 from jsonpath_ng.ext.parser import parse as jsonpath_parse
-from pybars import Compiler, PybarsError
 
 MARK = "{{"
 """Text holding this is a template; any other is answered as written."""
@@ -75,13 +75,22 @@ class Template:
         return str(self._fn({"request": request_context}, helpers=helpers))
 
 
-class _NoEscapeCompiler(Compiler):  # type: ignore[misc]
-    """pybars3 with ``{{x}}`` rendered as ``{{{x}}}``: WireMock's Handlebars escapes nothing."""
+@functools.cache
+def _pybars() -> tuple[Any, type[Exception], Any]:
+    """pybars3's ``Compiler``, its error, and ours, which renders ``{{x}}`` as ``{{{x}}}``
+    (WireMock's Handlebars escapes nothing). Imported when a template is first compiled:
+    pybars3 builds its grammar at import, ~1 s of CPU, which every ``harness`` command and
+    every gateway process paid when this module imported it at the top (every scenario
+    loads this package), stubs or not."""
+    from pybars import Compiler, PybarsError
 
-    def _generate_code(self, source: str) -> Any:
-        tree = parse_tree(source)
-        self._compiler.globals["builder"]._reset()
-        return self._compiler(_unescaped(tree)).apply("compile")[0]
+    class NoEscapeCompiler(Compiler):  # type: ignore[misc]
+        def _generate_code(self, source: str) -> Any:
+            tree = parse_tree(source)
+            self._compiler.globals["builder"]._reset()
+            return self._compiler(_unescaped(tree)).apply("compile")[0]
+
+    return Compiler, PybarsError, NoEscapeCompiler
 
 
 _LOCK = threading.Lock()
@@ -90,9 +99,10 @@ _LOCK = threading.Lock()
 
 def parse_tree(source: str) -> list[Any]:
     """pybars3's syntax tree of ``source``; ``TemplateError`` when it does not parse whole."""
+    compiler = _pybars()[0]
     try:
-        text = Compiler().whitespace_control(source)
-        grammar = Compiler._handlebars(text)
+        text = compiler().whitespace_control(source)
+        grammar = compiler._handlebars(text)
         tree, _ = grammar.apply("template")
         position = grammar.input.position  # how far the grammar read: all, or it stopped
     except Exception as exc:  # pymeta raises its own parse errors
@@ -125,10 +135,11 @@ def compile_template(source: str, path_params: Iterable[str] | None) -> Template
     """
     tree = parse_tree(source)
     _check(tree[1:], frozenset(path_params or ()), path_params is not None, scoped=False)
+    _, error, no_escape = _pybars()
     with _LOCK:
         try:
-            fn = _NoEscapeCompiler().compile(source)
-        except PybarsError as exc:
+            fn = no_escape().compile(source)
+        except error as exc:
             raise TemplateError(f"template does not compile: {exc}") from None
     return Template(source, fn)
 

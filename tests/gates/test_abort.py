@@ -4,6 +4,7 @@ build's live CSVs (what ``harness run`` reads after a phase, the build still run
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 
@@ -191,7 +192,7 @@ def test_a_gate_comparing_builds_reads_the_finished_one_and_waits_for_it(tmp_pat
     manifest = _manifest({"slow": slow, "quick": _live_build(tmp_path, "quick", 0.2, until_s=9.0)})
     (tmp_path / "slow" / "samples.csv").rename(tmp_path / "slow" / "kept.csv")
 
-    def never() -> RunResult:
+    def never(named: Collection[str]) -> RunResult:
         raise AssertionError("no data is read for a gate that is not due")
 
     check = GateAbort(scenario)
@@ -203,6 +204,24 @@ def test_a_gate_comparing_builds_reads_the_finished_one_and_waits_for_it(tmp_pat
     verdict = check(_ask(tmp_path, manifest, "quick", finished=("slow",)))
     assert verdict is not None and verdict.value == pytest.approx(0.2)
     assert verdict.limit == pytest.approx(0.15)
+
+
+def test_a_check_reads_only_the_finished_builds_its_gates_name(tmp_path: Path) -> None:
+    scenario = _scenario('{expr: "quick.payments.p95[outage] <= 1s", abort: true}')
+    slow = _live_build(tmp_path, "slow", 0.3, until_s=20.0)
+    slow["status"] = "completed"
+    manifest = _manifest({"slow": slow, "quick": _live_build(tmp_path, "quick", 2.0, until_s=9.0)})
+    read: list[list[str]] = []
+
+    def run(named: Collection[str]) -> RunResult:
+        result = live_run(tmp_path, manifest, "quick", ("slow",), named)
+        read.append(sorted(result.builds))
+        return result
+
+    verdict = GateAbort(scenario)(AbortAsk("quick", "outage", ("slow",), run))
+    assert verdict is not None and verdict.value == pytest.approx(2.0)
+    assert read == [["quick"]]  # slow finished, but no gate due names it: not read
+    assert sorted(run(["quick", "slow"]).builds) == ["quick", "slow"]  # a comparison reads it
 
 
 def test_an_aborted_builds_later_phases_are_not_measured_not_zero(tmp_path: Path) -> None:

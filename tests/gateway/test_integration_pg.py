@@ -537,11 +537,17 @@ def test_ramp_and_blips_follow_the_schedule(tmp_path: Path, gateways: list[PgPro
     rows = g.rows()
     ramp = [r for r in rows if r["phase"] == "ramp"]
     assert len(ramp) >= 5
+    late = []
     for r in ramp:
         into = float(r["arrival"]) - t0 - 0.5
         expected = 0.1 + 0.4 * into / 2.0
         assert r["fault"] == "latency" and r["status"] == "200"
-        assert expected - 0.002 <= float(r["duration_s"]) <= expected + 0.1, (r, expected)
+        assert float(r["duration_s"]) >= expected - 0.002, (r, expected)  # never early
+        late.append(float(r["duration_s"]) - expected)
+    # Late by the event loop's lateness only: the median, since one call of a loaded
+    # machine's stalled second read 185 ms late (a delay taken from the ramp's wrong end
+    # would be late or early by up to 400 ms on most of them).
+    assert sorted(late)[len(late) // 2] <= 0.05, late
     assert min(float(r["duration_s"]) for r in ramp) < 0.25  # from near 100 ms...
     assert max(float(r["duration_s"]) for r in ramp) > 0.35  # ...to near 500 ms
     blips = [r for r in rows if r["phase"] == "blips"]

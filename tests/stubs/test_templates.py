@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
 
 from harness.stubs.templates import TemplateError, compile_template, request_context
+from tests.conftest import ROOT
 
 NOW = datetime(2024, 1, 31, 12, 0, 5, 123456, tzinfo=UTC)
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -128,3 +131,16 @@ def test_a_named_path_parameter_needs_a_path_that_names_some() -> None:
     with pytest.raises(TemplateError, match="names no parameter"):
         compile_template("{{request.path.id}}", None)
     assert render("{{request.path.[1]}}", params=[]) == "42"
+
+
+def test_a_scenario_is_read_without_the_template_engine() -> None:
+    """pybars3 builds its grammar at import (~1 s of CPU): every harness command and gateway
+    process loads the scenario model, so the engine is imported only to compile a template."""
+    code = (
+        "import sys; import harness.cli, harness.gateway.server, harness.stubs.model; "
+        "print(sorted(m for m in ('pybars', 'pymeta') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    compile_template("{{jsonPath request.body '$.id'}}", None)  # and on first use it is there
