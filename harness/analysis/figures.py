@@ -599,6 +599,9 @@ def analyse(run: RunResult, scenario: Scenario) -> Report:
         },
         "comparison": compare(figures, baseline) if baseline else {},
     }
+    made_by = run.manifest.get("harness_version")
+    if made_by:
+        report["harness_version"] = str(made_by)
     if scenario.dependencies:  # what it played; without the key: pg alone (``plays_pg``)
         report["played"] = [d.name for d in scenario.played()]
     return report

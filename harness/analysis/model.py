@@ -455,6 +455,9 @@ class Report(TypedDict):
     """Only when a gate of the scenario has ``seed:``: one entry per such gate, in order."""
     skipped_gates: NotRequired[list[SkippedGate]]
     """Only when a gate names a build the run did not run (``--build``): those gates, in order."""
+    harness_version: NotRequired[str]
+    """The harness that made the run (its manifest's), so a baseline kept as report.json alone
+    can be told apart from one another harness computed (``harness gate --baseline``)."""
     played: NotRequired[list[str]]
     """Only when the scenario names dependencies: those the run played, ``pg`` first when it
     did (``Scenario.played``). Absent: the run played ``pg`` alone (``plays_pg``), as every

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -25,6 +26,9 @@ from harness.cli._app import (
 )
 from harness.core.errors import InputError, RunError
 from harness.scenario.loader import load_scenario
+
+if TYPE_CHECKING:
+    from harness.analysis.model import Report
 
 
 def render_report(run_dir: Path) -> None:
@@ -87,17 +91,33 @@ def report(
         raise typer.Exit(EXIT_RUN) from None
 
 
+def _read_baseline(path: Path) -> Report:
+    """``--baseline``: a run folder, or a ``report.json`` kept on its own."""
+    from harness.analysis.model import read_report
+    from harness.report.compare import load_report
+
+    if path.is_file():
+        return read_report(path)
+    if not path.is_dir():
+        raise InputError(f"--baseline {path}: no such run folder or report.json")
+    return load_report(path)
+
+
 def run_gates(
     run_dir: Path,
     junit: Path | None,
     baseline: Path | None,
     extra: list[str],
     scenario_gates: bool = True,
+    summary: Path | None = None,
+    charts_url: str | None = None,
 ) -> int:
-    """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code."""
-    from harness.gates.evaluate import evaluate_all, gates_of
+    """Evaluate the scenario's gates (and ``extra`` ones); print them; return the exit code.
+    The pull request's markdown goes to ``summary`` and, in a GitHub Actions job, is added
+    to the job's summary (``$GITHUB_STEP_SUMMARY``)."""
+    from harness.gates.evaluate import baseline_gaps, evaluate_all, gates_of
     from harness.gates.junit import junit_xml
-    from harness.report.compare import load_report, unrelated
+    from harness.report.compare import baseline_refused, load_report, unrelated
     from harness.scenario.gates import GateSyntaxError, check_gate
     from harness.scenario.gates import parse_gate as parse
 
@@ -118,9 +138,15 @@ def run_gates(
     if not gates:
         raise InputError(f"{run_dir}: the scenario has no gates and none were given (--gate)")
     report = load_report(run_dir)
-    base = load_report(baseline) if baseline is not None else None
-    if base is not None:  # baseline.* figures of another plan: said, then gated as asked
-        _warn(unrelated(report, base, "the run and its --baseline"))
+    base = None
+    if baseline is not None:  # a run folder, or its report.json kept alone (an artifact)
+        base = _read_baseline(baseline)
+        refused = baseline_refused(report, base, str(baseline)) + [
+            f"--baseline {baseline}: {gap}" for gap in baseline_gaps(gates, base)
+        ]
+        if refused:
+            raise InputError("; ".join(refused))
+        _warn(unrelated(report, base, "the run and its --baseline"))  # a plan edited: said
     results = evaluate_all(gates, report, base)
     seeds += [None] * (len(results) - len(seeds))
     skipped = sum(r.verdict == "skip" for r in results)
@@ -143,6 +169,21 @@ def run_gates(
     if junit is not None:
         write_output(junit, junit_xml(results, scenario.name))
         console.print(f"JUnit XML: {junit}", highlight=False, markup=False)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary is not None or step_summary:
+        from harness.report.summary import pr_summary
+
+        charts = sorted(p.name for p in (run_dir / "charts").glob("*.png"))
+        text = pr_summary(report, results, base, charts, charts_url)
+        if summary is not None:
+            write_output(summary, text)
+            console.print(f"summary: {summary}", highlight=False, markup=False)
+        if step_summary:  # GitHub's file for this step, which it appends to the job's page
+            try:
+                with open(step_summary, "a", encoding="utf-8") as job:
+                    job.write(text + "\n")
+            except OSError as exc:
+                _warn([f"GITHUB_STEP_SUMMARY {step_summary}: not written ({exc.strerror})"])
     return EXIT_GATE if any(r.failed for r in results) else EXIT_OK
 
 
@@ -159,10 +200,25 @@ def gate(
     scenario_gates: Annotated[
         bool, typer.Option(help="also check the gates written in the run's scenario")
     ] = True,
+    summary: Annotated[
+        Path | None,
+        typer.Option(
+            help="write the pull request's markdown here: verdicts, the figures that moved "
+            "beyond noise, links to the charts (added to $GITHUB_STEP_SUMMARY when set)"
+        ),
+    ] = None,
+    charts_url: Annotated[
+        str | None,
+        typer.Option(help="where the run folder is published, for the summary's chart links"),
+    ] = None,
 ) -> None:
-    """Check a finished run against its scenario's gates; exit 1 when one fails."""
+    """Check a finished run against its scenario's gates; exit 1 when one fails.
+
+    --baseline takes a run of the same scenario kept from the main branch (its folder, or its
+    report.json alone); another scenario's, another harness version's, or one without a
+    figure a gate reads is refused (exit 2)."""
     try:
-        code = run_gates(run_dir, junit, baseline, extra or [], scenario_gates)
+        code = run_gates(run_dir, junit, baseline, extra or [], scenario_gates, summary, charts_url)
     except InputError as exc:
         raise fail_input(exc) from None
     except RunError as exc:

@@ -221,6 +221,29 @@ def _replica_value(node: Metric, build: Mapping[str, Any]) -> float:
     return min(values) if node.replica == "min" else max(values)
 
 
+def baseline_gaps(gates: list[Gate], baseline: Report) -> list[str]:
+    """The ``baseline.*`` figures ``gates`` name that ``baseline`` does not have at all (its
+    build did not run, or no such figure): a baseline of the wrong run, refused before any
+    verdict. A figure it has but did not measure is the gate's own error, as in the run."""
+    gaps = []
+    for gate in gates:
+        for metric in dict.fromkeys(gate.metrics()):
+            if not metric.baseline:
+                continue
+            build = baseline["builds"].get(metric.build)
+            if build is None:
+                ran = ", ".join(baseline["builds"]) or "none"
+                gaps.append(f"{metric}: the baseline has no build {metric.build!r} (it ran {ran})")
+                continue
+            try:
+                _lookup(build, metric.path, metric.phase)
+            except KeyError:
+                gaps.append(f"{metric}: the baseline has no such figure")
+            except (_Bound, _NotExposed):
+                pass
+    return list(dict.fromkeys(gaps))
+
+
 def evaluate(gate: Gate, report: Report, baseline: Report | None = None) -> GateResult:
     """Compare both sides; a figure that was not measured makes the gate an error (a failure)."""
     skipped = not_run(gate, report)

@@ -143,6 +143,26 @@ PLAN_KEYS = ("duration_s", "warmup_s", "phases")
 """What two runs of one scenario share unless the scenario was edited between them."""
 
 
+def baseline_refused(run: Report, base: Report, where: str) -> list[str]:
+    """Why ``base`` cannot be ``run``'s baseline (empty when it can): it is another
+    scenario's run, or another harness version computed its figures. A plan edited between
+    them is only said (``unrelated``): a pull request may change its own scenario."""
+    problems = []
+    if run["scenario"] != base["scenario"]:
+        problems.append(
+            f"--baseline {where} is a run of scenario {base['scenario']!r} and the run one of "
+            f"{run['scenario']!r}: a baseline is the same scenario's run (on the main branch)"
+        )
+    mine, theirs = run.get("harness_version"), base.get("harness_version")
+    if mine and theirs and mine != theirs:
+        problems.append(
+            f"--baseline {where} was made by harness {theirs} and the run by harness {mine}: "
+            "figures another version computed are not compared; run the baseline again "
+            f"with harness {mine}"
+        )
+    return problems
+
+
 def unrelated(report_a: Report, report_b: Report, what: str = "the two runs") -> list[str]:
     """Why the figures of two reports may not be comparable (warnings; empty when they are):
     other scenarios, or one scenario whose plan changed (duration, warmup, phases, endpoints)."""
