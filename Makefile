@@ -15,7 +15,7 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test check lint full seeds clean node-deps system-deps durations wiremock-jar
+.PHONY: demo test check lint full seeds clean node-deps system-deps durations wiremock-jar actionlint
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -64,7 +64,7 @@ INTEGRATION_JOBS ?= 4
 # What only the integration half needs is made beside the unit half (SETUP in the script).
 test: lint
 	PYTEST=$(BIN)/pytest JOBS=$(JOBS) INTEGRATION_JOBS=$(INTEGRATION_JOBS) \
-	  SETUP="$(MAKE) --no-print-directory system-deps node-deps spring-jar wiremock-jar" \
+	  SETUP="$(MAKE) --no-print-directory system-deps node-deps spring-jar wiremock-jar actionlint" \
 	  bash .ci/pytest-halves.sh all
 
 check: lint
@@ -72,7 +72,7 @@ check: lint
 
 # tests/durations.json anew: each integration module's seconds in a full run of the
 # integration half, which the lanes read to start the longest modules first.
-durations: $(VENV)/.dev-installed system-deps node-deps spring-jar wiremock-jar
+durations: $(VENV)/.dev-installed system-deps node-deps spring-jar wiremock-jar actionlint
 	$(BIN)/pytest -q -p xdist -n $(INTEGRATION_JOBS) --lanes -m integration --store-durations tests/durations.json
 
 # Debian packages and a local Docker Engine for the integration tests (see the script).
@@ -113,6 +113,19 @@ wiremock-jar:
 
 $(WIREMOCK_JAR):
 	mvn -q -B dependency:copy -Dartifact=org.wiremock:wiremock-standalone:$(WIREMOCK_VERSION) -DoutputDirectory=$(dir $@)
+
+# actionlint, from the Go module proxy, for the test that lints the example GitHub workflow
+# (tests/test_ci_examples.py; the GitLab example is checked against GitLab's schema as
+# check-jsonschema vendors it, a dev dependency).
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT := build/bin/actionlint
+
+actionlint:
+	@if command -v go >/dev/null 2>&1; then $(MAKE) --no-print-directory $(ACTIONLINT); \
+	else echo "actionlint: go not found; the workflow lint test will skip"; fi
+
+$(ACTIONLINT):
+	GOBIN=$(CURDIR)/build/bin go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

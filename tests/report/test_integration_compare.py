@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -75,3 +76,32 @@ def test_compare_command_and_repeats(short_run: Path, tmp_path: Path) -> None:
         timeout=120,
     )
     assert bad.returncode == 2 and "exactly two builds" in bad.stderr
+
+    # The pull request's path (issue 31): this run gated against the shared run as main's
+    # baseline, the summary written and appended to a GitHub job's summary.
+    job = tmp_path / "step-summary.md"
+    gate = subprocess.run(
+        harness_cmd(
+            "gate",
+            str(run_dir),
+            "--no-scenario-gates",
+            "--baseline",
+            str(short_run / "report.json"),
+            "--gate",
+            "after.products.p95[outage] not worse than baseline by 50%",
+            "--summary",
+            str(tmp_path / "summary.md"),
+        ),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(job)},
+    )
+    assert gate.returncode in (0, 1), gate.stdout + gate.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("## Resilience gates: short: ")
+    assert f"against baseline run {short_run.name}" in summary
+    assert f"**after: baseline run {short_run.name} → this run**" in summary
+    assert "### Charts\n\n- [" in summary and "](charts/" in summary
+    assert job.read_text() == summary + "\n"
