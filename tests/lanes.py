@@ -94,22 +94,36 @@ class LaneScheduling(LoadScopeScheduling):
     def _split_scope(self, nodeid: str) -> str:
         return module_of(nodeid)
 
+    def _own_heavy_left(self, node: Any) -> int:
+        """Tests of heavy modules ``node`` holds and has not finished."""
+        return sum(
+            not done
+            for scope, tests in self.assigned_work.get(node, {}).items()
+            if is_heavy(scope)
+            for done in tests.values()
+        )
+
     def _next_unit(self, node: Any) -> str | None:
         """The first waiting module ``node`` may start now, if any. Its own modules do not
-        count against the heavy limit: a worker runs its modules one after another."""
-        heavy_now = sum(
+        count against the heavy limit: a worker runs its modules one after another. But it
+        is given a heavy module only once its own heavy one is down to its last test (which
+        xdist holds back until more work comes): else, asked at each test's end anywhere,
+        a worker holding one heavy module took every other one queued behind it, and ran
+        the whole heavy tail alone (900 s) while the limit allowed two."""
+        heavy_now = sum(  # workers, not modules: one may hold its next behind its last test
             1
-            for other, work in self.assigned_work.items()
-            if other is not node
-            for scope, tests in work.items()
-            if is_heavy(scope) and not all(tests.values())
+            for other in self.assigned_work
+            if other is not node and self._own_heavy_left(other) > 0
         )
         clock_waits = any(not is_heavy(scope) for scope in self.workqueue)
         limit = 1 if clock_waits else HEAVY_AT_ONCE_AT_THE_END
-        return next((s for s in self.workqueue if not is_heavy(s) or heavy_now < limit), None)
+        may_take_heavy = heavy_now < limit and self._own_heavy_left(node) <= 1
+        return next((s for s in self.workqueue if not is_heavy(s) or may_take_heavy), None)
 
     def _assign_work_unit(self, node: Any) -> None:
         scope = self._next_unit(node)
+        if scope is None and self._own_heavy_left(node) > 1:
+            return  # asked again when its heavy module is down to its last test
         if scope is None:
             # Only heavy modules wait and the workers holding the limit's worth will take
             # them: this one is not needed. Shut down, it runs the test it holds back

@@ -130,3 +130,15 @@ def test_only_heavy_modules_run_two_at_once_and_spare_workers_stop() -> None:
     heavy = {m: n for m, n in TESTS.items() if is_heavy(m)}
     nodes = _run(heavy, DURATIONS, 4)
     assert sum(bool(n.ran) for n in nodes) == HEAVY_AT_ONCE_AT_THE_END
+
+
+def test_a_worker_holding_a_heavy_module_does_not_take_the_others_behind_it() -> None:
+    # Modules of one test each, as the seeds' Spring runs: a worker asked at every test's
+    # end anywhere took every heavy module while its first ran, and ran the tail alone.
+    heavy = {f"tests/spring/test_{i}.py": 1 for i in range(8)}
+    clock = {f"tests/run/test_{i}.py": 1 for i in range(3)}
+    durations = {m: 100.0 - i for i, m in enumerate(heavy)} | dict.fromkeys(clock, 50.0)
+    nodes = _run(heavy | clock, durations, 4)
+    per_worker = [sum(is_heavy(t.split("::")[0]) for t in n.ran) for n in nodes]
+    assert sum(per_worker) == len(heavy)
+    assert max(per_worker) <= len(heavy) - 2, per_worker  # the tail is shared
