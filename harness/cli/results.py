@@ -192,7 +192,11 @@ def gate(
     run_dir: RunDirArg,
     junit: Annotated[Path | None, typer.Option(help="write JUnit XML here")] = None,
     baseline: Annotated[
-        Path | None, typer.Option(help="a saved run (e.g. from main) for baseline.* figures")
+        Path | None,
+        typer.Option(
+            help="main's run of the same scenario (its folder or report.json) for baseline.* "
+            "figures; another scenario's or harness version's is refused (exit 2)"
+        ),
     ] = None,
     extra: Annotated[
         list[str] | None, typer.Option("--gate", "-g", help="an extra gate expression")
@@ -212,11 +216,7 @@ def gate(
         typer.Option(help="where the run folder is published, for the summary's chart links"),
     ] = None,
 ) -> None:
-    """Check a finished run against its scenario's gates; exit 1 when one fails.
-
-    --baseline takes a run of the same scenario kept from the main branch (its folder, or its
-    report.json alone); another scenario's, another harness version's, or one without a
-    figure a gate reads is refused (exit 2)."""
+    """Check a finished run against its scenario's gates; exit 1 when one fails."""
     try:
         code = run_gates(run_dir, junit, baseline, extra or [], scenario_gates, summary, charts_url)
     except InputError as exc:
