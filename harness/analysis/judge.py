@@ -152,6 +152,11 @@ def _bootstrap(a: np.ndarray, b: np.ndarray, relative: bool, seed: int) -> tuple
 # ---------------------------------------------------------------- blocks
 
 
+def blocks_in(seconds: float) -> int:
+    """The blocks a window of ``seconds`` gives (a last one shorter than half is left out)."""
+    return int(seconds // BLOCK_S + (seconds % BLOCK_S >= BLOCK_S / 2))
+
+
 def block_values(
     requests: pd.DataFrame, served: pd.Series, start: float, end: float
 ) -> dict[str, list[float | None]]:
@@ -159,7 +164,7 @@ def block_values(
     [start, end) (a last block shorter than half a block is left out): latency is end minus
     intended start, as every figure's; ``served`` says which requests were served."""
     out: dict[str, list[float | None]] = {p.statistic: [] for p in POLICIES.values()}
-    count = int((end - start) // BLOCK_S + ((end - start) % BLOCK_S >= BLOCK_S / 2))
+    count = blocks_in(end - start)
     if count <= 0 or requests.empty:
         return out
     intended = requests["intended_start"].to_numpy(dtype=float)

@@ -180,6 +180,11 @@ def run(
         )
     from harness.cli.results import render_report, run_gates
     from harness.gates.abort import GateAbort, abort_gates
+    from harness.gates.evaluate import gates_of, judge_shortfalls
+
+    short = judge_shortfalls(gates_of(loaded.scenario), loaded.scenario, repeat)
+    if short:  # the judge would only say "not enough data" after the whole run
+        raise fail_input(InputError("; ".join(short)))
 
     # Imported here: the run pulls in pandas, which `validate` and `--help` do not need.
     from harness.results.io import WriteError

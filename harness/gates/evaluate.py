@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.analysis.format import figure, number
-from harness.analysis.judge import NO_BLOCKS, Policy, blocks_of, flat_key, judge, policy_of
+from harness.analysis.judge import (
+    BLOCK_S,
+    MIN_BLOCKS,
+    NO_BLOCKS,
+    Policy,
+    blocks_in,
+    blocks_of,
+    flat_key,
+    judge,
+    policy_of,
+)
 from harness.analysis.model import Report
 from harness.core.catalogue import DEPENDENCY, ENDPOINT, Figure, Unit, gated, unit_of
 from harness.gates.select import not_run
@@ -219,6 +229,32 @@ def _replica_value(node: Metric, build: Mapping[str, Any]) -> float:
             raise _Missing(f"{node}: replica {index} did not measure it")
         values.append(float(value))
     return min(values) if node.replica == "min" else max(values)
+
+
+def judge_shortfalls(gates: list[Gate], scenario: Scenario, repeat: int) -> list[str]:
+    """Gates asking the judge (``not worse than``) that a run of ``repeat`` repetitions can
+    never give enough data: the judge needs ``MIN_BLOCKS`` blocks a side, and a window
+    gives ``blocks_in`` of its length each repetition. Said before the run, not after it
+    as ``not enough data``."""
+    windows = {p.name: p.end - p.start for p in scenario.phases}
+    problems = []
+    for gate in gates:
+        if gate.judged is None:
+            continue
+        for metric in dict.fromkeys(m for m in gate.metrics() if not m.baseline):
+            seconds = scenario.duration if metric.phase is None else windows[metric.phase]
+            have = blocks_in(seconds) * repeat
+            if have < MIN_BLOCKS:
+                where = "the measured window" if metric.phase is None else f"phase {metric.phase!r}"
+                needed = -(-MIN_BLOCKS // max(blocks_in(seconds), 1))
+                problems.append(
+                    f"gate {gate.name!r}: the judge ('not worse than') needs at least {MIN_BLOCKS} "
+                    f"blocks of {BLOCK_S:g} s of {metric} a side, and {where} ({seconds:g} s) "
+                    f"gives {have} in {repeat} run(s); lengthen it to "
+                    f"{MIN_BLOCKS * BLOCK_S:g} s or run with --repeat {needed}"
+                )
+                break  # both sides cut the same window: said once
+    return problems
 
 
 def baseline_gaps(gates: list[Gate], baseline: Report) -> list[str]:

@@ -154,3 +154,32 @@ def test_a_summary_escapes_what_would_break_its_tables() -> None:
     text = pr_summary(report, [result], None, [])
     assert "| a \\| b |" in text and "(one two)" in text
     assert "nothing to compare against" in text
+
+
+def test_a_judge_that_could_only_say_not_enough_data_is_refused_before_the_run(
+    tmp_path: Path,
+) -> None:
+    from harness.gates.evaluate import gates_of, judge_shortfalls
+    from harness.scenario.loader import load_scenario_text
+    from tests.gates.test_abort import SCENARIO
+
+    gates = (
+        'gates: ["slow.payments.p99[outage] not worse than quick by 10%",'
+        ' "slow.payments.p99 not worse than quick"]\n'
+    )
+    scenario = load_scenario_text(SCENARIO + gates).scenario
+    once = judge_shortfalls(gates_of(scenario), scenario, repeat=1)
+    assert len(once) == 2
+    assert "phase 'outage' (4 s) gives 1 in 1 run(s)" in once[0]
+    assert "lengthen it to 25 s or run with --repeat 5" in once[0]
+    assert "the measured window (20 s) gives 4 in 1 run(s)" in once[1]
+    assert "--repeat 2" in once[1]
+    assert len(judge_shortfalls(gates_of(scenario), scenario, repeat=2)) == 1
+    assert judge_shortfalls(gates_of(scenario), scenario, repeat=5) == []
+    path = tmp_path / "short-judge.yaml"
+    path.write_text(SCENARIO + gates)
+    args = ["run", str(path), "--results", str(tmp_path / "results")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "needs at least 5 blocks" in _one_line(result)
+    assert not (tmp_path / "results").exists()  # refused before anything started
