@@ -276,13 +276,17 @@ class BuildSeries:
         ``answers.served``) within twice its healthy p99 (at least that + 10 ms, for
         scheduling jitter).
 
-        Healthy p99: its answered requests before the fault began. Unlike
+        The time judged is the service's: from when the request was sent to its answer
+        (``end - actual_start``), so a load generator that sent late on a loaded machine (a
+        40 ms stall against a 5 ms p99) does not hold a recovered endpoint back; a queue in
+        the service is inside that time. Healthy p99: its answered requests before the
+        fault began. Unlike
         ``time_to_recover`` (answers only), this sees a queue that still holds requests
         for seconds after the gateway heals (seed 000's retry-only reads). None without a
         healthy time before the fault; ``inf`` if it never came back inside the window.
         """
         samples = self.samples[self.samples["endpoint"] == name]
-        latency = samples["end"] - samples["intended_start"]
+        latency = samples["end"] - samples["actual_start"]
         ok = served(samples)
         start = samples["intended_start"]
         healthy = latency[ok & (start >= self.t0 - EPS_S) & (start < fault_start)].dropna()
@@ -291,7 +295,7 @@ class BuildSeries:
         p99 = float(np.percentile(healthy.to_numpy(), 99))
         limit = max(2 * p99, p99 + 0.010)
         after = self._after_fault(samples, fault_end)
-        good = served(after) & ((after["end"] - after["intended_start"]) <= limit)
+        good = served(after) & ((after["end"] - after["actual_start"]) <= limit)
         return _first_good_span(after, good, fault_end)
 
     def _blocked_pct_healthy(self) -> float | None:

@@ -200,7 +200,8 @@ FIGURES: tuple[Figure, ...] = (
         meaning="s from the last fault phase's end until the endpoint is its healthy self "
         "again: >= 95% of its requests over 5 s served (2xx/3xx, not a fallback or degraded "
         "answer) within twice its healthy p99 (at least that + 10 ms), the healthy p99 taken "
-        "before the first fault phase. "
+        "before the first fault phase; the time is the service's, from sent to answered, so a "
+        "load generator that sent late does not count. "
         "Sees a queue that drains for seconds after the gateway heals, which "
         "`gateway_time_to_recover` (answers only) does not; not measured without healthy "
         "time before the fault",
