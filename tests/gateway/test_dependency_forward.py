@@ -468,8 +468,15 @@ def test_refuse_on_the_time_line_started_by_the_admin_api(
             assert time.time() - t0 >= 4.0
     finally:
         assert gateway.stop() == 0
-    rows = gateway.rows()  # a refused connection never reaches the gateway: no row
-    assert rows and {(r["status"], r["phase"]) for r in rows} == {("200", "none")}
+    # A refused connection never reaches the gateway: no row. A call on a kept-alive
+    # connection that arrived as the phase began, before the listener closed (its steering
+    # is late on a loaded machine), is reset and recorded as 0 in the phase: none is served
+    # in it.
+    rows = gateway.rows()
+    assert {r["status"] for r in rows if r["phase"] == "down"} <= {"0"}
+    assert rows and {(r["status"], r["phase"]) for r in rows if r["phase"] != "down"} == {
+        ("200", "none")
+    }
 
 
 def test_brownout_lowers_the_capacity_in_force(tmp_path: Path, upstream: Upstream) -> None:

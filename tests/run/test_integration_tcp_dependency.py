@@ -128,8 +128,11 @@ def test_tcp_dependency_latency_phase(tmp_path: Path, echo: int) -> None:
     inside = calls[(at >= 3) & (at < 6)]
     outside = calls[(at < 3) | (at >= 6)]
     assert len(inside) == 30 and len(outside) >= 50
+    # Each call inside took the toxic's 200 ms (a lower bound: a loaded machine only adds);
+    # outside, the calls were fast (their median: one stall of a loaded machine took a call
+    # past 100 ms), and the proxy's own count below says no call outside met the toxic.
     assert (inside["elapsed"] >= 0.2).all(), inside
-    assert (outside["elapsed"] < 0.1).all(), outside
+    assert outside["elapsed"].median() < 0.05, outside
 
     # The figures equal the service's own record and the proxy's own counters (as last
     # scraped, after the load: its warmup's connections too, which no window holds).
