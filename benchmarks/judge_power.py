@@ -35,7 +35,7 @@ baseline of one scenario do). Each run is an A/A pair; on each, the gates' own c
 ``fail`` is a false alarm. ``--busy`` keeps one core busy meanwhile (a spinning process,
 stopped at the end), as a shared CI runner is.
 
-    .venv/bin/python benchmarks/judge_power.py --trials 0 --real-pairs 20 --busy   # ~50 min
+    .venv/bin/python benchmarks/judge_power.py --trials 0 --real-pairs 20 --busy   # ~55 min
 """
 
 from __future__ import annotations
