@@ -280,10 +280,10 @@ class BuildSeries:
         (``end - actual_start``), so a load generator that sent late on a loaded machine (a
         40 ms stall against a 5 ms p99) does not hold a recovered endpoint back; a queue in
         the service is inside that time. Healthy p99: its answered requests before the
-        fault began. Unlike
-        ``time_to_recover`` (answers only), this sees a queue that still holds requests
-        for seconds after the gateway heals (seed 000's retry-only reads). None without a
-        healthy time before the fault; ``inf`` if it never came back inside the window.
+        fault began. Unlike ``time_to_recover`` (answers only), this sees a queue that still
+        holds requests for seconds after the gateway heals (seed 000's retry-only reads).
+        None without a healthy time before the fault; ``inf`` if it never came back inside
+        the window.
         """
         samples = self.samples[self.samples["endpoint"] == name]
         latency = samples["end"] - samples["actual_start"]
@@ -295,7 +295,7 @@ class BuildSeries:
         p99 = float(np.percentile(healthy.to_numpy(), 99))
         limit = max(2 * p99, p99 + 0.010)
         after = self._after_fault(samples, fault_end)
-        good = served(after) & ((after["end"] - after["actual_start"]) <= limit)
+        good = ok.loc[after.index] & (latency.loc[after.index] <= limit)
         return _first_good_span(after, good, fault_end)
 
     def _blocked_pct_healthy(self) -> float | None:
