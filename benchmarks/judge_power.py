@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,9 +78,15 @@ PAIRS = ("A/A", "A/B", "A/C")
 """A' (the same build), B (service time x1.25), C (a breaker that never opens) against A."""
 
 
+def quickstart() -> dict[str, Any]:
+    """The quickstart's YAML as data, for the variants below to edit."""
+    doc: dict[str, Any] = yaml.safe_load(SCENARIO.read_text())
+    return doc
+
+
 def never_opens() -> Scenario:
     """The quickstart with its ``after`` build's breaker set never to open."""
-    doc = yaml.safe_load(SCENARIO.read_text())
+    doc = quickstart()
     doc["builds"][BUILD]["resilience4j"]["circuitbreaker"] |= NEVER_OPENS
     return load_scenario_text(yaml.safe_dump(doc, sort_keys=False), str(SCENARIO)).scenario
 
@@ -132,11 +139,11 @@ RUN_GUARD_S = 900
 """A hang guard for one real run (two builds of ~75 s each idle)."""
 
 
-def aa_scenario(seed: int) -> dict[str, object]:
+def aa_scenario(seed: int) -> dict[str, Any]:
     """The quickstart with its ``after`` build twice (``a``, ``a2``), the run's own seed, and
     no gates of its own (the benchmark evaluates its own)."""
-    doc: dict[str, object] = yaml.safe_load(SCENARIO.read_text())
-    after = doc["builds"][BUILD]  # type: ignore[index]
+    doc = quickstart()
+    after = doc["builds"][BUILD]
     doc |= {
         "name": f"judge-aa-{seed}",
         "seed": seed,
@@ -155,6 +162,7 @@ def real_pairs(pairs: int, busy: bool) -> None:
         spin = f"import time\nwhile time.time() < {deadline}: pass"
         spinner = subprocess.Popen([sys.executable, "-c", spin])
     verdicts: dict[tuple[str, str], list[str]] = {key: [] for key in REAL_GATES}
+    harness = Path(sys.executable).with_name("harness")
     started = time.monotonic()
     try:
         for i in range(pairs):
@@ -162,7 +170,6 @@ def real_pairs(pairs: int, busy: bool) -> None:
             path = folder / f"aa-{seed}.yaml"
             path.write_text(yaml.safe_dump(aa_scenario(seed), sort_keys=False))
             results = folder / f"runs-{seed}"
-            harness = Path(sys.executable).with_name("harness")
             done = subprocess.run(
                 [str(harness), "run", str(path), "--results", str(results)],
                 stdout=subprocess.DEVNULL,
